@@ -1,0 +1,40 @@
+# `make run` serves the gateway; `make test` runs the test suite. Both install first when needed.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test bench lint format services settings-table
+
+install: $(STAMP)
+
+# Reinstalls only when a requirements file is newer than the last install.
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+run: install
+	$(BIN)/flask --app app db upgrade
+	$(BIN)/python -m omniroute.serve
+
+test: install services
+	$(BIN)/python -m pytest
+
+services:
+	@scripts/ensure-services
+
+bench: install
+	$(BIN)/python bench/store_latency.py
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Prints the README's settings table from the settings registry.
+settings-table: install
+	@$(BIN)/python -m omniroute.config

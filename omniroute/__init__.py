@@ -1,0 +1,45 @@
+"""OmniRoute Memory: an OpenAI-compatible LLM gateway with persistent conversation memory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from . import api, auth, cli, errors, migrate
+from .config import database_url, load_settings
+from .db import Database
+from .services import Services
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the app: read settings, open and migrate the database, register everything.
+
+    `test_config` overrides settings read from the environment (same names).
+    """
+    app = Flask(__name__, template_folder="../templates")
+    app.config.from_mapping(load_settings())
+    if test_config:
+        app.config.from_mapping(test_config)
+    app.config["DATABASE_URL"] = database_url(app.config)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    _configure_logging(app.config["LOG_LEVEL"])
+
+    app.config["OMNIROUTE_ADMIN_TOKEN"] = auth.ensure_admin_token(
+        app.config["OMNIROUTE_ADMIN_TOKEN"], app.config["DATA_DIR"]
+    )
+    database = Database(app.config["DATABASE_URL"])
+    migrate.upgrade(database)
+    Services.build(database, app.config["REDIS_URL"]).install(app)
+
+    errors.register_error_handlers(app)
+    api.init_app(app)
+    cli.init_app(app)
+    return app
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(__name__).setLevel(level)

@@ -1,0 +1,64 @@
+"""The REST API: flask-smorest blueprints, the OpenAPI spec at /openapi.json, docs at /docs."""
+
+from __future__ import annotations
+
+import swagger_ui_bundle
+from flask import Blueprint, Flask, request, send_from_directory
+from flask_smorest import Api
+
+from ..auth import require_admin
+from ..errors import ErrorSchema, http_error_response
+from . import health, keys, memories, settings
+
+DOCS_ASSETS_URL = "/docs/assets/"
+
+
+class OmniApi(Api):
+    """flask-smorest's Api, documenting and answering errors in our one JSON shape."""
+
+    ERROR_SCHEMA = ErrorSchema
+
+    def handle_http_exception(self, error):
+        return http_error_response(error)
+
+
+def _docs_assets() -> Blueprint:
+    """Swagger UI's files from the swagger-ui-bundle package: /docs works with no network."""
+    blueprint = Blueprint("docs_assets", __name__)
+
+    @blueprint.get(f"{DOCS_ASSETS_URL}<path:filename>")
+    def asset(filename: str):
+        return send_from_directory(swagger_ui_bundle.swagger_ui_path, filename)
+
+    return blueprint
+
+
+def _guard_api() -> None:
+    # Every /api path needs the admin token, unknown ones too (no probing for routes).
+    if request.path == "/api" or request.path.startswith("/api/"):
+        require_admin()
+
+
+def init_app(app: Flask) -> None:
+    app.config.update(
+        API_TITLE="OmniRoute Memory",
+        API_VERSION="1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_SWAGGER_UI_PATH="docs",
+        OPENAPI_SWAGGER_UI_URL=DOCS_ASSETS_URL,
+        API_SPEC_OPTIONS={
+            "info": {
+                "description": "Memory REST API of the OmniRoute gateway. Every /api route "
+                "needs `Authorization: Bearer <admin token>`."
+            },
+            "security": [{"adminToken": []}],
+            "components": {"securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}}},
+        },
+    )
+    api = OmniApi(app)
+    app.before_request(_guard_api)
+    app.register_blueprint(_docs_assets())
+    for module in (memories, keys, settings, health):
+        api.register_blueprint(module.blp)

@@ -1,0 +1,42 @@
+"""Marshmallow fields stricter than the stock ones, for JSON bodies."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC
+
+import marshmallow as ma
+
+
+class StrictBoolean(ma.fields.Boolean):
+    """Only JSON true and false (the stock field also takes "yes", 1, "on"...)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+class StrictNumber(ma.fields.Float):
+    """A finite JSON number; numeric strings and booleans are refused."""
+
+    default_error_messages = {"invalid": "Not a valid number."}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.make_error("invalid")
+        if not math.isfinite(value):
+            raise self.make_error("invalid")
+        return value
+
+
+class Timestamp(ma.fields.AwareDateTime):
+    """An ISO-8601 date-time; one without a zone is taken as UTC."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(format="iso", default_timezone=UTC, **kwargs)
+
+
+def not_blank(value: str) -> None:
+    if not value.strip():
+        raise ma.ValidationError("Must not be blank.")

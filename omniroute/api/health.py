@@ -1,0 +1,65 @@
+"""/healthz and /readyz: probes for process managers and load balancers (no auth)."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from flask.views import MethodView
+from flask_smorest import Blueprint, abort
+
+from ..services import services
+
+blp = Blueprint("health", __name__, description="Probes")
+
+
+class LivenessSchema(ma.Schema):
+    status = ma.fields.String()
+
+
+class ReadinessSchema(ma.Schema):
+    status = ma.fields.String()
+    checks = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.String())
+
+
+@blp.route("/healthz")
+class Liveness(MethodView):
+    @blp.doc(security=[])
+    @blp.response(200, LivenessSchema)
+    def get(self):
+        """Tell that the process is alive"""
+        return {"status": "ok"}
+
+
+@blp.route("/readyz")
+class Readiness(MethodView):
+    @blp.doc(security=[])
+    @blp.response(200, ReadinessSchema)
+    @blp.alt_response(503, description="A dependency does not answer; details name it.")
+    def get(self):
+        """Tell whether the database (and Redis, when configured) answer
+
+        `vectors` reports whether sqlite-vec loaded; without it the service still works
+        with keyword search only, so it does not make the service unready.
+        """
+        svc = services()
+        checks, failures = {}, {}
+        try:
+            svc.db.ping()
+            checks["database"] = "ok"
+        except Exception as exc:
+            failures["database"] = [f"{type(exc).__name__}: {exc}"]
+        if svc.redis is None:
+            checks["redis"] = "not configured (jobs run in-process)"
+        else:
+            try:
+                svc.redis.ping()
+                checks["redis"] = "ok"
+            except Exception as exc:
+                failures["redis"] = [f"{type(exc).__name__}: {exc}"]
+        vectors = svc.db.vectors
+        if vectors.available:
+            checks["vectors"] = f"sqlite-vec {vectors.version}"
+        else:
+            checks["vectors"] = f"unavailable: {vectors.error}"
+        if failures:
+            abort(503, message="Not ready: " + ", ".join(failures), errors={"checks": failures})
+        return {"status": "ready", "checks": checks}

@@ -1,0 +1,177 @@
+"""/api/memory: manage the memories of every gateway key."""
+
+from __future__ import annotations
+
+import math
+
+from flask import jsonify
+from flask.views import MethodView
+from flask_smorest import Blueprint, abort
+
+from ..clock import to_iso
+from ..errors import error_payload
+from ..memory.model import MemoryFilter
+from ..memory.store import KeyConflict, MemoryNotFound
+from ..memory.verify import verify_pipeline
+from ..services import services
+from .memory_schemas import (
+    HealthSchema,
+    HistorySchema,
+    MemoryCreatedSchema,
+    MemoryCreateSchema,
+    MemoryEnvelopeSchema,
+    MemoryListArgs,
+    MemoryListSchema,
+    MemoryUpdatedSchema,
+    MemoryUpdateSchema,
+    SuccessSchema,
+)
+
+blp = Blueprint("memory", __name__, url_prefix="/api/memory", description="Memories")
+
+
+def _not_found(memory_id: str):
+    abort(404, message=f"Memory {memory_id} not found.")
+
+
+def _invalid(field: str, message: str):
+    abort(422, errors={"json": {field: [message]}})
+
+
+@blp.route("")
+class MemoryCollection(MethodView):
+    @blp.arguments(MemoryListArgs, location="query")
+    @blp.response(200, MemoryListSchema)
+    def get(self, args):
+        """List memories
+
+        Newest first, expired memories left out. `offset` wins over `page`; `stats` counts
+        every memory matching the filters, not only this page.
+        """
+        store = services().memories
+        limit = args["limit"]
+        offset = args.get("offset", (args["page"] - 1) * limit)
+        filters = MemoryFilter(
+            api_key_id=args.get("apiKeyId"),
+            type=args.get("type"),
+            session_id=args.get("sessionId"),
+            text=args.get("q"),
+        )
+        page = store.list_page(filters, limit=limit, offset=offset)
+        return {
+            "data": page.data,
+            "total": page.total,
+            "page": offset // limit + 1,
+            "limit": limit,
+            "totalPages": math.ceil(page.total / limit),
+            "stats": {
+                "total": page.total,
+                "byType": page.by_type,
+                "tokensUsed": page.tokens_used,
+                "hitRate": round(page.accessed / page.total, 4) if page.total else 0.0,
+                "cacheStats": {"hits": store.cache_hits, "misses": store.cache_misses},
+            },
+        }
+
+    @blp.arguments(MemoryCreateSchema)
+    @blp.response(201, MemoryCreatedSchema)
+    def post(self, body):
+        """Create a memory, or update the key's memory with the same `key`
+
+        An upsert on (apiKeyId, key): an existing memory keeps its id and creation time,
+        and its metadata is merged with the new metadata (new values win).
+        """
+        if services().keys.get(body["apiKeyId"]) is None:
+            _invalid("apiKeyId", "No active API key has this id.")
+        expires_at = body["expiresAt"]
+        try:
+            memory, created = services().memories.create(
+                api_key_id=body["apiKeyId"],
+                key=body["key"],
+                content=body["content"],
+                type=body["type"],
+                session_id=body["sessionId"],
+                metadata=body["metadata"],
+                expires_at=to_iso(expires_at) if expires_at else None,
+            )
+        except KeyConflict as exc:
+            abort(409, message=str(exc))
+        return {"memory": memory, "created": created}
+
+
+@blp.route("/health")
+class MemoryHealth(MethodView):
+    @blp.response(200, HealthSchema)
+    @blp.alt_response(503, description="The pipeline check failed; `error` says why.")
+    def get(self):
+        """Check the memory pipeline
+
+        Writes a test memory, lists it, finds it by keyword search and deletes it, inside a
+        transaction that is rolled back, so nothing of it remains.
+        """
+        result = verify_pipeline(services().memories)
+        if result.working:
+            return {"working": True, "latencyMs": result.latency_ms}
+        payload = error_payload(503, f"Memory pipeline check failed: {result.error}")
+        response = jsonify({**payload, "working": False, "latencyMs": result.latency_ms})
+        response.status_code = 503
+        return response
+
+
+@blp.route("/<memory_id>")
+class MemoryItem(MethodView):
+    @blp.response(200, MemoryEnvelopeSchema)
+    def get(self, memory_id):
+        """Get a memory"""
+        memory = services().memories.get(memory_id)
+        if memory is None:
+            _not_found(memory_id)
+        return {"memory": memory}
+
+    @blp.arguments(MemoryUpdateSchema)
+    @blp.response(200, MemoryUpdatedSchema)
+    def put(self, body, memory_id):
+        """Change a memory
+
+        Only the fields given change; `metadata` replaces the old metadata, and
+        `expiresAt: null` makes the memory permanent.
+        """
+        changes = {
+            "type": body.get("type"),
+            "key": body.get("key"),
+            "content": body.get("content"),
+            "metadata": body.get("metadata"),
+            "session_id": body.get("sessionId"),
+        }
+        changes = {name: value for name, value in changes.items() if value is not None}
+        if "expiresAt" in body:
+            changes["expires_at"] = to_iso(body["expiresAt"]) if body["expiresAt"] else None
+        try:
+            memory = services().memories.update(memory_id, **changes)
+        except MemoryNotFound:
+            _not_found(memory_id)
+        except KeyConflict as exc:
+            abort(409, message=str(exc), errors={"json": {"key": [str(exc)]}})
+        return {"success": True, "memory": memory}
+
+    @blp.response(200, SuccessSchema)
+    def delete(self, memory_id):
+        """Delete a memory"""
+        if not services().memories.delete(memory_id):
+            _not_found(memory_id)
+        return {"success": True}
+
+
+@blp.route("/<memory_id>/history")
+class MemoryHistory(MethodView):
+    @blp.response(200, HistorySchema)
+    def get(self, memory_id):
+        """List the changes of a memory
+
+        One entry for each create, update and delete, oldest first; entries remain after
+        the memory is deleted.
+        """
+        entries = services().memories.history(memory_id)
+        if not entries:
+            _not_found(memory_id)
+        return {"data": entries}

@@ -1,0 +1,151 @@
+"""Request and response schemas of /api/memory."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow.validate import And, Length, OneOf, Range
+
+from ..clock import utc_now
+from ..memory.model import MEMORY_TYPES
+from .fields import Timestamp, not_blank
+
+MAX_CONTENT_CHARS = 65_536
+MAX_KEY_CHARS = 256
+MAX_SESSION_CHARS = 256
+
+
+def _in_future(value) -> None:
+    if value is not None and value <= utc_now():
+        raise ma.ValidationError("Must be in the future (an expired memory is never returned).")
+
+
+def _content(**kwargs) -> ma.fields.String:
+    return ma.fields.String(validate=And(Length(1, MAX_CONTENT_CHARS), not_blank), **kwargs)
+
+
+def _key(**kwargs) -> ma.fields.String:
+    return ma.fields.String(validate=And(Length(1, MAX_KEY_CHARS), not_blank), **kwargs)
+
+
+def _type(**kwargs) -> ma.fields.String:
+    return ma.fields.String(validate=OneOf(MEMORY_TYPES), **kwargs)
+
+
+class MemorySchema(ma.Schema):
+    id = ma.fields.String()
+    apiKeyId = ma.fields.String(attribute="api_key_id")
+    sessionId = ma.fields.String(attribute="session_id")
+    type = ma.fields.String()
+    key = ma.fields.String()
+    content = ma.fields.String()
+    metadata = ma.fields.Dict()
+    createdAt = ma.fields.String(attribute="created_at")
+    updatedAt = ma.fields.String(attribute="updated_at")
+    expiresAt = ma.fields.String(attribute="expires_at", allow_none=True)
+    accessCount = ma.fields.Integer(attribute="access_count")
+    lastAccessedAt = ma.fields.String(attribute="last_accessed_at", allow_none=True)
+
+
+class MemoryListArgs(ma.Schema):
+    page = ma.fields.Integer(load_default=1, validate=Range(min=1))
+    limit = ma.fields.Integer(load_default=50, validate=Range(1, 200))
+    offset = ma.fields.Integer(
+        validate=Range(min=0), metadata={"description": "Wins over page when given."}
+    )
+    q = ma.fields.String(
+        metadata={"description": "Case-insensitive literal substring of content or key."}
+    )
+    apiKeyId = ma.fields.String()
+    type = _type()
+    sessionId = ma.fields.String()
+
+
+class CacheStatsSchema(ma.Schema):
+    hits = ma.fields.Integer()
+    misses = ma.fields.Integer()
+
+
+class MemoryStatsSchema(ma.Schema):
+    total = ma.fields.Integer()
+    byType = ma.fields.Dict(keys=ma.fields.String(), values=ma.fields.Integer())
+    tokensUsed = ma.fields.Integer()
+    hitRate = ma.fields.Float(
+        metadata={"description": "Share of the matching memories injected at least once."}
+    )
+    cacheStats = ma.fields.Nested(CacheStatsSchema)
+
+
+class MemoryListSchema(ma.Schema):
+    data = ma.fields.List(ma.fields.Nested(MemorySchema))
+    total = ma.fields.Integer()
+    page = ma.fields.Integer()
+    limit = ma.fields.Integer()
+    totalPages = ma.fields.Integer()
+    stats = ma.fields.Nested(MemoryStatsSchema)
+
+
+class MemoryCreateSchema(ma.Schema):
+    content = _content(required=True)
+    key = _key(required=True)
+    type = _type(load_default="factual")
+    sessionId = ma.fields.String(load_default="", validate=Length(max=MAX_SESSION_CHARS))
+    apiKeyId = ma.fields.String(
+        required=True, validate=Length(min=1), metadata={"description": "Id of a gateway key."}
+    )
+    metadata = ma.fields.Dict(keys=ma.fields.String(), load_default=dict)
+    expiresAt = Timestamp(allow_none=True, load_default=None, validate=_in_future)
+
+
+class MemoryUpdateSchema(ma.Schema):
+    content = _content()
+    key = _key()
+    type = _type()
+    sessionId = ma.fields.String(validate=Length(max=MAX_SESSION_CHARS))
+    metadata = ma.fields.Dict(
+        keys=ma.fields.String(), metadata={"description": "Replaces the metadata."}
+    )
+    expiresAt = Timestamp(allow_none=True, validate=_in_future)
+
+    @ma.validates_schema
+    def _not_empty(self, data, **kwargs) -> None:
+        if not data:
+            raise ma.ValidationError("Give at least one field to change.")
+
+
+class MemoryEnvelopeSchema(ma.Schema):
+    memory = ma.fields.Nested(MemorySchema)
+
+
+class MemoryCreatedSchema(MemoryEnvelopeSchema):
+    created = ma.fields.Boolean(
+        metadata={"description": "False when an existing memory with this key was updated."}
+    )
+
+
+class MemoryUpdatedSchema(MemoryEnvelopeSchema):
+    success = ma.fields.Boolean()
+
+
+class SuccessSchema(ma.Schema):
+    success = ma.fields.Boolean()
+
+
+class HistoryEntrySchema(ma.Schema):
+    action = ma.fields.String()
+    apiKeyId = ma.fields.String(attribute="api_key_id")
+    oldType = ma.fields.String(attribute="old_type", allow_none=True)
+    newType = ma.fields.String(attribute="new_type", allow_none=True)
+    oldKey = ma.fields.String(attribute="old_key", allow_none=True)
+    newKey = ma.fields.String(attribute="new_key", allow_none=True)
+    oldContent = ma.fields.String(attribute="old_content", allow_none=True)
+    newContent = ma.fields.String(attribute="new_content", allow_none=True)
+    createdAt = ma.fields.String(attribute="created_at")
+
+
+class HistorySchema(ma.Schema):
+    data = ma.fields.List(ma.fields.Nested(HistoryEntrySchema))
+
+
+class HealthSchema(ma.Schema):
+    working = ma.fields.Boolean()
+    latencyMs = ma.fields.Integer()

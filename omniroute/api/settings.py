@@ -1,0 +1,71 @@
+"""/api/settings/memory: the runtime memory settings."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow.validate import Length, OneOf
+
+from ..memory.settings import EMBEDDING_SOURCES, STRATEGIES, VECTOR_STORES
+from ..services import services
+from .fields import StrictBoolean, StrictNumber
+
+blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
+
+
+class MemorySettingsSchema(ma.Schema):
+    enabled = ma.fields.Boolean(
+        metadata={"description": "Retrieve, inject and extract memories in /v1 requests."}
+    )
+    maxTokens = ma.fields.Integer(metadata={"description": "Injection budget, 0..16000."})
+    retentionDays = ma.fields.Integer(metadata={"description": "1..365 days."})
+    strategy = ma.fields.String(metadata={"description": "recent, semantic or hybrid."})
+    skillsEnabled = ma.fields.Boolean()
+    embeddingSource = ma.fields.String()
+    embeddingProviderModel = ma.fields.String(allow_none=True)
+    transformersEnabled = ma.fields.Boolean()
+    staticEnabled = ma.fields.Boolean()
+    rerankEnabled = ma.fields.Boolean()
+    rerankProviderModel = ma.fields.String(allow_none=True)
+    vectorStore = ma.fields.String()
+    primaryBackend = ma.fields.String()
+    fallbackBackends = ma.fields.List(ma.fields.String())
+    backendConfigs = ma.fields.Dict()
+
+
+class MemorySettingsUpdateSchema(ma.Schema):
+    """Every field is optional; numbers are rounded and clamped to their range."""
+
+    enabled = StrictBoolean()
+    maxTokens = StrictNumber()
+    retentionDays = StrictNumber()
+    strategy = ma.fields.String(validate=OneOf(STRATEGIES))
+    skillsEnabled = StrictBoolean()
+    embeddingSource = ma.fields.String(validate=OneOf(EMBEDDING_SOURCES))
+    embeddingProviderModel = ma.fields.String(allow_none=True, validate=Length(min=1))
+    transformersEnabled = StrictBoolean()
+    staticEnabled = StrictBoolean()
+    rerankEnabled = StrictBoolean()
+    rerankProviderModel = ma.fields.String(allow_none=True, validate=Length(min=1))
+    vectorStore = ma.fields.String(validate=OneOf(VECTOR_STORES))
+    primaryBackend = ma.fields.String(validate=Length(min=1))
+    fallbackBackends = ma.fields.List(ma.fields.String())
+    backendConfigs = ma.fields.Dict(keys=ma.fields.String())
+
+
+@blp.route("/memory")
+class MemorySettingsResource(MethodView):
+    @blp.response(200, MemorySettingsSchema)
+    def get(self):
+        """Get the memory settings"""
+        return services().memory_settings.get()
+
+    @blp.arguments(MemorySettingsUpdateSchema)
+    @blp.response(200, MemorySettingsSchema)
+    def put(self, body):
+        """Change memory settings
+
+        Writes only the fields given and returns all settings, normalised.
+        """
+        return services().memory_settings.update(body)

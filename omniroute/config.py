@@ -1,0 +1,139 @@
+"""The one registry of environment settings: name, default, parser and help text.
+
+The README's settings table is generated from this registry (`python -m omniroute.config`)
+and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """An environment setting has a value that cannot be used."""
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 1 <= value <= 65535:
+        raise ValueError("must be between 1 and 65535")
+    return value
+
+
+def _log_level(raw: str) -> str:
+    level = raw.strip().upper()
+    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    return level
+
+
+def _optional(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = str
+    # Shown in the README instead of `default` when the default is derived from another setting.
+    default_doc: str | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("HOST", "127.0.0.1", "Address the web process listens on."),
+    Setting("PORT", 20128, "Port the web process listens on.", _port),
+    Setting(
+        "DATA_DIR",
+        "./data",
+        "Directory for the SQLite database, the generated admin token and local models.",
+    ),
+    Setting(
+        "DATABASE_URL",
+        None,
+        "SQLAlchemy URL of the database. Only SQLite (`sqlite:///path`) is supported today.",
+        _optional,
+        default_doc="`sqlite:///<DATA_DIR>/omniroute.db`",
+    ),
+    Setting(
+        "REDIS_URL",
+        None,
+        "Redis URL for the RQ job queue. Unset: background jobs run in-process.",
+        _optional,
+    ),
+    Setting(
+        "OMNIROUTE_ADMIN_TOKEN",
+        None,
+        "Bearer token for `/api/*`. Unset: generated on first start and kept in "
+        "`<DATA_DIR>/admin_token` (mode 0600); its path is logged, the token never.",
+        _optional,
+    ),
+    Setting("LOG_LEVEL", "INFO", "Python log level: DEBUG, INFO, WARNING or ERROR.", _log_level),
+    Setting(
+        "MAX_BODY_BYTES",
+        1_048_576,
+        "Largest request body accepted; larger bodies get 413.",
+        _positive_int,
+    ),
+    Setting(
+        "WEB_THREADS",
+        8,
+        "Worker threads that run Flask requests inside the web process.",
+        _positive_int,
+    ),
+)
+
+SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Read every registered setting from the environment, parsed, or its default."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = environ.get(setting.name)
+        if raw is None or raw.strip() == "":
+            values[setting.name] = setting.default
+            continue
+        try:
+            values[setting.name] = setting.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{setting.name}={raw!r} is invalid: {exc}") from None
+    return values
+
+
+def database_url(values: Mapping[str, Any]) -> str:
+    """Return DATABASE_URL, defaulting to a SQLite file inside DATA_DIR."""
+    if values.get("DATABASE_URL"):
+        return values["DATABASE_URL"]
+    data_dir = os.path.abspath(values["DATA_DIR"])
+    return f"sqlite:///{os.path.join(data_dir, 'omniroute.db')}"
+
+
+def markdown_table() -> str:
+    """Render the registry as the README's settings table."""
+    lines = ["| Setting | Default | What it does |", "|---|---|---|"]
+    for setting in SETTINGS:
+        if setting.default_doc is not None:
+            default = setting.default_doc
+        elif setting.default is None:
+            default = "unset"
+        else:
+            default = f"`{setting.default}`"
+        lines.append(f"| `{setting.name}` | {default} | {setting.help} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

@@ -1,0 +1,125 @@
+"""One JSON error shape for every 4xx and 5xx response.
+
+{"error": {"message": str, "type": str, "details": [{"field": str, "message": str}]}}
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import marshmallow as ma
+from flask import Flask, jsonify
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+log = logging.getLogger(__name__)
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    503: "service_unavailable",
+}
+
+# webargs reports errors that concern the whole body, not one field, under this name.
+_WHOLE_BODY = "_schema"
+
+
+class ErrorDetailSchema(ma.Schema):
+    field = ma.fields.String(metadata={"description": "The input field at fault"})
+    message = ma.fields.String()
+
+
+class ErrorBodySchema(ma.Schema):
+    message = ma.fields.String()
+    type = ma.fields.String()
+    details = ma.fields.List(ma.fields.Nested(ErrorDetailSchema))
+
+
+class ErrorSchema(ma.Schema):
+    error = ma.fields.Nested(ErrorBodySchema)
+
+
+def error_type(status: int) -> str:
+    return ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+
+
+def error_payload(
+    status: int, message: str, details: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type(status), "details": details or []}}
+
+
+def field_details(messages: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Flatten webargs/marshmallow messages, `{location: {field: [msg]}}`, to field details.
+
+    Nested fields read as dotted paths ("metadata.source", "items.0.name"); errors about
+    the body as a whole are reported for the field "body".
+    """
+    details = []
+    for nested in messages.values():  # the outer level is the location: json, query...
+        details.extend(_flatten(nested, ()))
+    return details
+
+
+def _flatten(messages: Any, path: tuple[str, ...]) -> Iterator[dict[str, str]]:
+    if isinstance(messages, Mapping):
+        for name, nested in messages.items():
+            yield from _flatten(nested, path if name == _WHOLE_BODY else (*path, str(name)))
+    elif isinstance(messages, list | tuple):
+        for message in messages:
+            yield from _flatten(message, path)
+    else:
+        yield {"field": ".".join(path) or "body", "message": str(messages)}
+
+
+def http_error_response(error: HTTPException):
+    """Render any HTTPException (including webargs' 422 and abort(...)) in our shape."""
+    status = error.code or 500
+    data = getattr(error, "data", None) or {}
+    details = []
+    if "errors" in data or "messages" in data:
+        details = field_details(data.get("errors") or data.get("messages") or {})
+    if status >= 500:
+        message = "Internal server error."
+    elif details:
+        message = data.get("message") or _summary(details)
+    else:
+        message = data.get("message") or error.description or error.name
+    response = jsonify(error_payload(status, message, details))
+    response.status_code = status
+    # Keep what the exception says about itself (Allow on 405, WWW-Authenticate on 401).
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    for name, value in (data.get("headers") or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def _summary(details: list[dict[str, str]]) -> str:
+    parts = [
+        d["message"] if d["field"] == "body" else f"{d['field']}: {d['message']}" for d in details
+    ]
+    return "Invalid request: " + "; ".join(parts)
+
+
+def unexpected_error_response(error: Exception):
+    """Log an unhandled exception with its traceback; the client sees no detail of it."""
+    if isinstance(error, HTTPException):
+        return http_error_response(error)
+    log.exception("unhandled error", exc_info=error)
+    return http_error_response(InternalServerError())
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(HTTPException, http_error_response)
+    app.register_error_handler(Exception, unexpected_error_response)

@@ -1,0 +1,140 @@
+"""Gateway API keys: `sk-omr-` secrets shown once, stored only as SHA-256 hashes.
+
+The secrets are 256 random bits, so a fast hash is enough (no password-style stretching);
+lookups go by hash, and the final comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import insert, select, update
+
+from .clock import now_iso
+from .db import Database
+from .tables import api_keys
+
+KEY_PREFIX = "sk-omr-"
+_DISPLAY_CHARS = len(KEY_PREFIX) + 4
+# last_used_at is written at most this often per key, so that a busy key does not turn
+# every proxied request into a database write.
+_LAST_USED_INTERVAL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    name: str
+    prefix: str
+    created_at: str
+    last_used_at: str | None = None
+    revoked_at: str | None = None
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class ApiKeyStore:
+    def __init__(self, database: Database) -> None:
+        self.db = database
+        self._last_touched: dict[str, float] = {}
+        self._touch_lock = threading.Lock()
+
+    def create(self, name: str) -> tuple[ApiKey, str]:
+        """Make a key; return it with its secret, which is never available again."""
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        key = ApiKey(
+            id=str(uuid.uuid4()),
+            name=name,
+            prefix=secret[:_DISPLAY_CHARS],
+            created_at=now_iso(),
+        )
+        with self.db.write() as conn:
+            conn.execute(
+                insert(api_keys).values(
+                    id=key.id,
+                    name=key.name,
+                    prefix=key.prefix,
+                    secret_hash=hash_secret(secret),
+                    created_at=key.created_at,
+                )
+            )
+        return key, secret
+
+    def list_keys(self, *, include_revoked: bool = False) -> list[ApiKey]:
+        query = select(api_keys).order_by(api_keys.c.created_at, api_keys.c.id)
+        if not include_revoked:
+            query = query.where(api_keys.c.revoked_at.is_(None))
+        with self.db.read() as conn:
+            return [_from_row(row) for row in conn.execute(query).mappings()]
+
+    def get(self, key_id: str) -> ApiKey | None:
+        """Return an active (not revoked) key by id."""
+        with self.db.read() as conn:
+            row = (
+                conn.execute(
+                    select(api_keys).where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+                )
+                .mappings()
+                .first()
+            )
+        return _from_row(row) if row is not None else None
+
+    def revoke(self, key_id: str) -> bool:
+        """Revoke an active key; False when there is no such active key."""
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(api_keys)
+                .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=now_iso())
+            )
+        return result.rowcount == 1
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        """Return the active key whose secret this is, or None."""
+        if not secret.startswith(KEY_PREFIX):
+            return None
+        digest = hash_secret(secret)
+        with self.db.read() as conn:
+            row = (
+                conn.execute(select(api_keys).where(api_keys.c.secret_hash == digest))
+                .mappings()
+                .first()
+            )
+        if row is None or row["revoked_at"] is not None:
+            return None
+        if not hmac.compare_digest(row["secret_hash"], digest):
+            return None
+        self._touch(row["id"])
+        return _from_row(row)
+
+    def _touch(self, key_id: str) -> None:
+        now = time.monotonic()
+        with self._touch_lock:
+            if now - self._last_touched.get(key_id, -_LAST_USED_INTERVAL_SECONDS) < (
+                _LAST_USED_INTERVAL_SECONDS
+            ):
+                return
+            self._last_touched[key_id] = now
+        with self.db.write() as conn:
+            conn.execute(
+                update(api_keys).where(api_keys.c.id == key_id).values(last_used_at=now_iso())
+            )
+
+
+def _from_row(row) -> ApiKey:
+    return ApiKey(
+        id=row["id"],
+        name=row["name"],
+        prefix=row["prefix"],
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+        revoked_at=row["revoked_at"],
+    )

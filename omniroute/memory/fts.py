@@ -1,0 +1,70 @@
+"""Keyword search over memory_fts (SQLite FTS5): query sanitising and the MATCH query."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import Connection, text
+
+from .model import Memory
+
+MAX_QUERY_CHARS = 8192
+MAX_TOKENS = 256
+# \w is Unicode-aware for str patterns: letters and digits of every script count.
+_TOKEN = re.compile(r"\w+")
+
+
+def match_expression(query: str) -> str | None:
+    """Turn free text into a safe FTS5 expression: its words, quoted, OR-ed together.
+
+    No input can raise an FTS5 syntax error: only word characters survive, and each word
+    is a quoted string. Returns None when no word is left (then there is nothing to search).
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        half = MAX_QUERY_CHARS // 2
+        query = f"{query[:half]} {query[-half:]}"
+    tokens = list(dict.fromkeys(token.casefold() for token in _TOKEN.findall(query)))
+    tokens = [token.replace("_", " ").strip() for token in tokens[:MAX_TOKENS]]
+    quoted = [f'"{token}"' for token in tokens if token]
+    return " OR ".join(quoted) or None
+
+
+def keyword_search(
+    connection: Connection,
+    *,
+    api_key_id: str,
+    query: str,
+    now_iso: str,
+    session_id: str | None = None,
+    limit: int = 100,
+) -> list[tuple[Memory, float]]:
+    """Return (memory, score) for one owner's live memories matching `query`, best first.
+
+    The score is the negated bm25 rank, so higher is better.
+    """
+    expression = match_expression(query)
+    if expression is None:
+        return []
+    session_clause = "AND m.session_id = :session_id" if session_id is not None else ""
+    rows = connection.execute(
+        text(
+            f"""
+            SELECT m.*, bm25(memory_fts) AS rank
+            FROM memory_fts JOIN memories AS m ON m.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expression
+              AND m.api_key_id = :api_key_id
+              AND (m.expires_at IS NULL OR m.expires_at > :now)
+              {session_clause}
+            ORDER BY rank
+            LIMIT :limit
+            """
+        ),
+        {
+            "expression": expression,
+            "api_key_id": api_key_id,
+            "now": now_iso,
+            "session_id": session_id,
+            "limit": limit,
+        },
+    ).mappings()
+    return [(Memory.from_row(row), -row["rank"]) for row in rows]

@@ -1,0 +1,86 @@
+"""What a memory is: its types, its fields, and how rows become Memory objects."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MEMORY_TYPES = ("factual", "episodic", "procedural", "semantic")
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: str
+    api_key_id: str
+    session_id: str
+    type: str
+    key: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    expires_at: str | None = None
+    access_count: int = 0
+    last_accessed_at: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Memory:
+        return cls(
+            id=row["id"],
+            api_key_id=row["api_key_id"],
+            session_id=row["session_id"],
+            type=row["type"],
+            key=row["key"],
+            content=row["content"],
+            metadata=load_metadata(row["metadata"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            expires_at=row["expires_at"],
+            access_count=row["access_count"],
+            last_accessed_at=row["last_accessed_at"],
+        )
+
+    def is_expired(self, now_iso: str) -> bool:
+        return self.expires_at is not None and self.expires_at <= now_iso
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    api_key_id: str | None = None
+    type: str | None = None
+    session_id: str | None = None
+    # A literal, case-insensitive substring of content or key (`%` and `_` match themselves).
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    data: list[Memory]
+    total: int
+    by_type: dict[str, int] = field(default_factory=dict)
+    tokens_used: int = 0
+    # How many of the matching memories have been injected into a prompt at least once.
+    accessed: int = 0
+
+
+def dump_metadata(metadata: Mapping[str, Any]) -> str:
+    return json.dumps(dict(metadata), ensure_ascii=False, separators=(",", ":"))
+
+
+def load_metadata(text: str | None) -> dict[str, Any]:
+    """Parse stored metadata; anything that is not a JSON object reads as {}."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def estimate_tokens(text: object) -> int:
+    """About four characters a token, as the reference counts: ceil(len / 4)."""
+    if not isinstance(text, str) or not text:
+        return 0
+    return math.ceil(len(text) / 4)

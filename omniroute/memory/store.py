@@ -1,0 +1,343 @@
+"""The memory store: upsert, get, update, delete, list and access telemetry.
+
+Every write records a memory_history row in the same transaction. Each method opens its own
+transaction, or joins the caller's when given `connection=`.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, replace
+from datetime import datetime
+from typing import Any
+
+from cachetools import TTLCache
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from ..clock import to_iso, utc_now
+from ..db import Database
+from ..tables import memories, memory_history
+from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
+
+# `get` answers from this cache. Writes in this process invalidate it at once; writes made by
+# other processes (the RQ worker) are seen after at most this many seconds.
+CACHE_TTL_SECONDS = 5.0
+CACHE_MAX_ENTRIES = 500
+
+_UNSET: Any = object()
+
+
+class MemoryNotFound(LookupError):
+    pass
+
+
+class KeyConflict(ValueError):
+    """Another live memory of the same owner already has this key."""
+
+
+class MemoryStore:
+    def __init__(self, database: Database, clock: Callable[[], datetime] = utc_now) -> None:
+        self.db = database
+        self._clock = clock
+        self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
+        self._cache_lock = threading.Lock()
+        self.cache_hits = 0
+        self.cache_misses = 0
+
+    def now(self) -> str:
+        return to_iso(self._clock())
+
+    @contextmanager
+    def _writing(self, connection: Connection | None) -> Iterator[Connection]:
+        if connection is not None:
+            yield connection
+        else:
+            with self.db.write() as own:
+                yield own
+
+    @contextmanager
+    def _reading(self, connection: Connection | None) -> Iterator[Connection]:
+        if connection is not None:
+            yield connection
+        else:
+            with self.db.read() as own:
+                yield own
+
+    def _forget(self, *memory_ids: str) -> None:
+        with self._cache_lock:
+            for memory_id in memory_ids:
+                self._cache.pop(memory_id, None)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        api_key_id: str,
+        key: str,
+        content: str,
+        type: str = "factual",
+        session_id: str = "",
+        metadata: Mapping[str, Any] | None = None,
+        expires_at: str | None = None,
+        connection: Connection | None = None,
+    ) -> tuple[Memory, bool]:
+        """Upsert on (api_key_id, key); return the memory and whether it was created.
+
+        An existing live row keeps its id, created_at and access telemetry; its metadata is
+        merged (new values win). An expired row counts as absent: it is deleted and replaced.
+        """
+        now = self.now()
+        fields = {
+            "session_id": session_id,
+            "type": type,
+            "content": content,
+            "expires_at": expires_at,
+        }
+        with self._writing(connection) as conn:
+            existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
+            if existing is not None and existing.is_expired(now):
+                self._delete_row(conn, existing, now)
+                existing = None
+            if existing is None:
+                memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
+                return memory, True
+            merged = {**existing.metadata, **(metadata or {})}
+            memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
+        return memory, False
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        type: str = _UNSET,
+        key: str = _UNSET,
+        content: str = _UNSET,
+        metadata: Mapping[str, Any] = _UNSET,
+        session_id: str = _UNSET,
+        expires_at: str | None = _UNSET,
+        connection: Connection | None = None,
+    ) -> Memory:
+        """Change the given fields of a live memory; metadata is replaced, not merged."""
+        given = {
+            "type": type,
+            "key": key,
+            "content": content,
+            "metadata": metadata,
+            "session_id": session_id,
+            "expires_at": expires_at,
+        }
+        changes = {name: value for name, value in given.items() if value is not _UNSET}
+        now = self.now()
+        with self._writing(connection) as conn:
+            existing = self._live_row(conn, memory_id, now)
+            if "key" in changes and changes["key"] != existing.key:
+                holder = self._row(
+                    conn,
+                    memories.c.api_key_id == existing.api_key_id,
+                    memories.c.key == changes["key"],
+                )
+                if holder is not None and holder.is_expired(now):
+                    self._delete_row(conn, holder, now)
+                elif holder is not None:
+                    raise KeyConflict(f"key {changes['key']!r} is already used by {holder.id}")
+            return self._apply(conn, existing, changes, now)
+
+    def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
+        """Delete a memory, expired or not; return False when there was none."""
+        with self._writing(connection) as conn:
+            existing = self._row(conn, memories.c.id == memory_id)
+            if existing is None:
+                return False
+            self._delete_row(conn, existing, self.now())
+        return True
+
+    def record_access(self, memory_ids: Iterable[str]) -> None:
+        """Count one more use of each memory (called when memories are injected)."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return
+        with self.db.write() as conn:
+            conn.execute(
+                update(memories)
+                .where(memories.c.id.in_(ids))
+                .values(access_count=memories.c.access_count + 1, last_accessed_at=self.now())
+            )
+        self._forget(*ids)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory | None:
+        """Return a live memory by id, or None when it does not exist or has expired."""
+        now = self.now()
+        with self._cache_lock:
+            cached = self._cache.get(memory_id)
+            if cached is not None and not cached.is_expired(now):
+                self.cache_hits += 1
+                return cached
+            self.cache_misses += 1
+        with self.db.read() as conn:
+            memory = self._row(conn, memories.c.id == memory_id)
+        if memory is None or memory.is_expired(now):
+            return None
+        with self._cache_lock:
+            self._cache[memory_id] = memory
+        return memory
+
+    def list_page(
+        self,
+        filters: MemoryFilter,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        connection: Connection | None = None,
+    ) -> MemoryPage:
+        """Return one page of live memories, newest first, with counts over all matches."""
+        conditions = self._conditions(filters, self.now())
+        with self._reading(connection) as conn:
+            rows = conn.execute(
+                select(memories)
+                .where(*conditions)
+                .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
+                .limit(limit)
+                .offset(offset)
+            ).mappings()
+            data = [Memory.from_row(row) for row in rows]
+            stats = conn.execute(
+                select(
+                    memories.c.type,
+                    func.count(),
+                    func.sum((func.length(memories.c.content) + 3) // 4),
+                    func.sum(case((memories.c.access_count > 0, 1), else_=0)),
+                )
+                .where(*conditions)
+                .group_by(memories.c.type)
+            ).all()
+        return MemoryPage(
+            data=data,
+            total=sum(row[1] for row in stats),
+            by_type={row[0]: row[1] for row in stats},
+            tokens_used=sum(row[2] or 0 for row in stats),
+            accessed=sum(row[3] or 0 for row in stats),
+        )
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Return the audit rows of one memory, oldest first."""
+        with self.db.read() as conn:
+            rows = conn.execute(
+                select(memory_history)
+                .where(memory_history.c.memory_id == memory_id)
+                .order_by(memory_history.c.seq)
+            ).mappings()
+            return [dict(row) for row in rows]
+
+    @staticmethod
+    def _conditions(filters: MemoryFilter, now: str) -> list[Any]:
+        conditions: list[Any] = [or_(memories.c.expires_at.is_(None), memories.c.expires_at > now)]
+        if filters.api_key_id is not None:
+            conditions.append(memories.c.api_key_id == filters.api_key_id)
+        if filters.type is not None:
+            conditions.append(memories.c.type == filters.type)
+        if filters.session_id is not None:
+            conditions.append(memories.c.session_id == filters.session_id)
+        if filters.text:
+            needle = filters.text.casefold()
+            conditions.append(
+                or_(
+                    func.instr(func.omr_casefold(memories.c.content), needle) > 0,
+                    func.instr(func.omr_casefold(memories.c.key), needle) > 0,
+                )
+            )
+        return conditions
+
+    # -- row helpers ----------------------------------------------------------------------
+
+    @staticmethod
+    def _row(conn: Connection, *where: Any) -> Memory | None:
+        row = conn.execute(select(memories).where(and_(*where))).mappings().first()
+        return Memory.from_row(row) if row is not None else None
+
+    def _live_row(self, conn: Connection, memory_id: str, now: str) -> Memory:
+        existing = self._row(conn, memories.c.id == memory_id)
+        if existing is None or existing.is_expired(now):
+            raise MemoryNotFound(memory_id)
+        return existing
+
+    def _insert(
+        self,
+        conn: Connection,
+        api_key_id: str,
+        key: str,
+        metadata: dict[str, Any],
+        fields: dict[str, Any],
+        now: str,
+    ) -> Memory:
+        memory = Memory(
+            id=str(uuid.uuid4()),
+            api_key_id=api_key_id,
+            key=key,
+            metadata=metadata,
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
+        values = {**asdict(memory), "metadata": dump_metadata(metadata), "needs_reindex": 1}
+        try:
+            conn.execute(insert(memories).values(**values))
+        except IntegrityError as exc:  # a concurrent writer took the key first
+            raise KeyConflict(f"key {key!r} was created concurrently") from exc
+        self._record(conn, "create", None, memory, now)
+        return memory
+
+    def _apply(
+        self, conn: Connection, existing: Memory, changes: dict[str, Any], now: str
+    ) -> Memory:
+        memory = replace(existing, **changes, updated_at=now)
+        values = {name: getattr(memory, name) for name in changes}
+        if "metadata" in values:
+            values["metadata"] = dump_metadata(memory.metadata)
+        if memory.content != existing.content or memory.key != existing.key:
+            values["needs_reindex"] = 1
+        conn.execute(
+            update(memories).where(memories.c.id == existing.id).values(**values, updated_at=now)
+        )
+        if _differs(existing, memory):
+            self._record(conn, "update", existing, memory, now)
+        self._forget(existing.id)
+        return memory
+
+    def _delete_row(self, conn: Connection, existing: Memory, now: str) -> None:
+        conn.execute(delete(memories).where(memories.c.id == existing.id))
+        self._record(conn, "delete", existing, None, now)
+        self._forget(existing.id)
+
+    @staticmethod
+    def _record(
+        conn: Connection, action: str, old: Memory | None, new: Memory | None, now: str
+    ) -> None:
+        subject = new or old
+        assert subject is not None
+        conn.execute(
+            insert(memory_history).values(
+                memory_id=subject.id,
+                api_key_id=subject.api_key_id,
+                action=action,
+                old_type=old.type if old else None,
+                new_type=new.type if new else None,
+                old_key=old.key if old else None,
+                new_key=new.key if new else None,
+                old_content=old.content if old else None,
+                new_content=new.content if new else None,
+                created_at=now,
+            )
+        )
+
+
+def _differs(old: Memory, new: Memory) -> bool:
+    """Whether an update changed anything a person would call a change."""
+    compared = ("type", "key", "content", "metadata", "session_id", "expires_at")
+    return any(getattr(old, name) != getattr(new, name) for name in compared)

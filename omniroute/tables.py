@@ -1,0 +1,74 @@
+"""SQLAlchemy Core views of the tables that migrations/ creates (a test keeps them in step).
+
+Queries written against these stay portable; SQLite-only SQL (FTS5, vec0, pragmas) lives
+behind small named functions in the modules that need it.
+"""
+
+from sqlalchemy import Column, Integer, MetaData, Table, Text
+
+metadata = MetaData()
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("seq", Integer, primary_key=True),
+    Column("id", Text, nullable=False, unique=True),
+    Column("api_key_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("metadata", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+    Column("expires_at", Text),
+    Column("access_count", Integer, nullable=False),
+    Column("last_accessed_at", Text),
+    Column("needs_reindex", Integer, nullable=False),
+)
+
+memory_history = Table(
+    "memory_history",
+    metadata,
+    Column("seq", Integer, primary_key=True),
+    Column("memory_id", Text, nullable=False),
+    Column("api_key_id", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("old_type", Text),
+    Column("new_type", Text),
+    Column("old_key", Text),
+    Column("new_key", Text),
+    Column("old_content", Text),
+    Column("new_content", Text),
+    Column("created_at", Text, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("prefix", Text, nullable=False),
+    Column("secret_hash", Text, nullable=False, unique=True),
+    Column("created_at", Text, nullable=False),
+    Column("last_used_at", Text),
+    Column("revoked_at", Text),
+)
+
+settings = Table(
+    "settings",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+)
+
+memory_vec_meta = Table(
+    "memory_vec_meta",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("active_dim", Integer),
+    Column("embedding_signature", Text),
+    Column("last_reset_at", Text),
+    Column("vec_loaded", Integer, nullable=False),
+)

@@ -18,7 +18,10 @@ CREATE TABLE memories (
     access_count INTEGER NOT NULL DEFAULT 0,
     last_accessed_at TEXT,
     -- 1 while the row has no current vector; the embedding backfill drains these.
-    needs_reindex INTEGER NOT NULL DEFAULT 1
+    needs_reindex INTEGER NOT NULL DEFAULT 1,
+    -- The owner as one exact FTS token, so that keyword search runs inside one owner's
+    -- memories instead of ranking every owner's matches and filtering afterwards.
+    fts_owner TEXT GENERATED ALWAYS AS (hex(api_key_id)) VIRTUAL
 );
 
 -- create() is an upsert on (owner, key): at most one row per key and owner.
@@ -30,30 +33,35 @@ CREATE INDEX memories_created ON memories (created_at);
 CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX memories_pending_vectors ON memories (created_at) WHERE needs_reindex = 1;
 
--- Keyword index over content and key, kept current by triggers from the moment a row is
--- written (the reference's FTS missed every row inserted after its migration: bug B1).
+-- Keyword index over content and key (and the owner token), kept current by triggers from the
+-- moment a row is written (the reference's FTS missed every row inserted after its migration:
+-- bug B1).
 CREATE VIRTUAL TABLE memory_fts USING fts5(
     content,
     key,
+    fts_owner,
     content = 'memories',
     content_rowid = 'seq',
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER memory_fts_after_insert AFTER INSERT ON memories BEGIN
-    INSERT INTO memory_fts (rowid, content, key) VALUES (new.seq, new.content, new.key);
+    INSERT INTO memory_fts (rowid, content, key, fts_owner)
+    VALUES (new.seq, new.content, new.key, new.fts_owner);
 END;
 
 CREATE TRIGGER memory_fts_after_delete AFTER DELETE ON memories BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, content, key)
-    VALUES ('delete', old.seq, old.content, old.key);
+    INSERT INTO memory_fts (memory_fts, rowid, content, key, fts_owner)
+    VALUES ('delete', old.seq, old.content, old.key, old.fts_owner);
 END;
 
--- Only a change of content or key touches the index; access-count bumps and other
+-- Only a change of content, key or owner touches the index; access-count bumps and other
 -- column updates do not (the reference re-indexed on every update: bug B3).
-CREATE TRIGGER memory_fts_after_update AFTER UPDATE OF content, key ON memories
-WHEN old.content IS NOT new.content OR old.key IS NOT new.key BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, content, key)
-    VALUES ('delete', old.seq, old.content, old.key);
-    INSERT INTO memory_fts (rowid, content, key) VALUES (new.seq, new.content, new.key);
+CREATE TRIGGER memory_fts_after_update AFTER UPDATE OF content, key, api_key_id ON memories
+WHEN old.content IS NOT new.content OR old.key IS NOT new.key
+    OR old.api_key_id IS NOT new.api_key_id BEGIN
+    INSERT INTO memory_fts (memory_fts, rowid, content, key, fts_owner)
+    VALUES ('delete', old.seq, old.content, old.key, old.fts_owner);
+    INSERT INTO memory_fts (rowid, content, key, fts_owner)
+    VALUES (new.seq, new.content, new.key, new.fts_owner);
 END;

@@ -4,7 +4,7 @@ Queries written against these stay portable; SQLite-only SQL (FTS5, vec0, pragma
 behind small named functions in the modules that need it.
 """
 
-from sqlalchemy import Column, Integer, MetaData, Table, Text
+from sqlalchemy import Column, Computed, Integer, MetaData, Table, Text
 
 metadata = MetaData()
 
@@ -25,6 +25,7 @@ memories = Table(
     Column("access_count", Integer, nullable=False),
     Column("last_accessed_at", Text),
     Column("needs_reindex", Integer, nullable=False),
+    Column("fts_owner", Text, Computed("hex(api_key_id)", persisted=False)),
 )
 
 memory_history = Table(

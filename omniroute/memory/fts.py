@@ -14,6 +14,11 @@ MAX_TOKENS = 256
 _TOKEN = re.compile(r"\w+")
 
 
+def owner_token(api_key_id: str) -> str:
+    """The owner as memories.fts_owner indexes it: hex(api_key_id), one exact token."""
+    return api_key_id.encode("utf-8").hex().upper()
+
+
 def match_expression(query: str) -> str | None:
     """Turn free text into a safe FTS5 expression: its words, quoted, OR-ed together.
 
@@ -40,17 +45,21 @@ def keyword_search(
 ) -> list[tuple[Memory, float]]:
     """Return (memory, score) for one owner's live memories matching `query`, best first.
 
-    The score is the negated bm25 rank, so higher is better.
+    The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows instead
+    of ranking every owner's matches; the exact api_key_id test stays as the authority.
+    CROSS JOIN keeps FTS5 as the outer loop (SQLite otherwise scans the owner's rows and runs
+    the MATCH once for each). The score is the negated bm25 rank, so higher is better.
     """
-    expression = match_expression(query)
-    if expression is None:
+    words = match_expression(query)
+    if words is None:
         return []
+    expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
     session_clause = "AND m.session_id = :session_id" if session_id is not None else ""
     rows = connection.execute(
         text(
             f"""
-            SELECT m.*, bm25(memory_fts) AS rank
-            FROM memory_fts JOIN memories AS m ON m.seq = memory_fts.rowid
+            SELECT m.*, bm25(memory_fts, 1.0, 1.0, 0.0) AS rank
+            FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expression
               AND m.api_key_id = :api_key_id
               AND (m.expires_at IS NULL OR m.expires_at > :now)

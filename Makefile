@@ -37,4 +37,4 @@ format: install
 
 # Prints the README's settings table from the settings registry.
 settings-table: install
-	@$(BIN)/python -m omniroute.config
+	@$(BIN)/python -c 'from omniroute.config import markdown_table; print(markdown_table())'

@@ -1,6 +1,6 @@
 """The one registry of environment settings: name, default, parser and help text.
 
-The README's settings table is generated from this registry (`python -m omniroute.config`)
+The README's settings table is generated from this registry (`make settings-table`)
 and a test keeps the two in step.
 """
 
@@ -133,7 +133,3 @@ def markdown_table() -> str:
             default = f"`{setting.default}`"
         lines.append(f"| `{setting.name}` | {default} | {setting.help} |")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(markdown_table())

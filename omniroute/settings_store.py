@@ -51,9 +51,8 @@ class SettingsStore:
         now = now_iso()
         with self.db.write() as conn:
             for key, value in values.items():
-                statement = insert(settings).values(
-                    key=key, value=json.dumps(value, ensure_ascii=False), updated_at=now
-                )
+                encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+                statement = insert(settings).values(key=key, value=encoded, updated_at=now)
                 conn.execute(
                     statement.on_conflict_do_update(
                         index_elements=[settings.c.key],

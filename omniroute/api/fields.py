@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC
 
@@ -40,3 +41,11 @@ class Timestamp(ma.fields.AwareDateTime):
 def not_blank(value: str) -> None:
     if not value.strip():
         raise ma.ValidationError("Must not be blank.")
+
+
+def plain_json(value: object) -> None:
+    """Refuse NaN and Infinity, which Python's JSON parser accepts but JSON does not have."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ma.ValidationError("Must be plain JSON: NaN and Infinity are not allowed.") from None

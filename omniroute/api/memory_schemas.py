@@ -7,7 +7,7 @@ from marshmallow.validate import And, Length, OneOf, Range
 
 from ..clock import utc_now
 from ..memory.model import MEMORY_TYPES
-from .fields import Timestamp, not_blank
+from .fields import Timestamp, not_blank, plain_json
 
 MAX_CONTENT_CHARS = 65_536
 MAX_KEY_CHARS = 256
@@ -92,7 +92,7 @@ class MemoryCreateSchema(ma.Schema):
     apiKeyId = ma.fields.String(
         required=True, validate=Length(min=1), metadata={"description": "Id of a gateway key."}
     )
-    metadata = ma.fields.Dict(keys=ma.fields.String(), load_default=dict)
+    metadata = ma.fields.Dict(keys=ma.fields.String(), load_default=dict, validate=plain_json)
     expiresAt = Timestamp(allow_none=True, load_default=None, validate=_in_future)
 
 
@@ -102,7 +102,9 @@ class MemoryUpdateSchema(ma.Schema):
     type = _type()
     sessionId = ma.fields.String(validate=Length(max=MAX_SESSION_CHARS))
     metadata = ma.fields.Dict(
-        keys=ma.fields.String(), metadata={"description": "Replaces the metadata."}
+        keys=ma.fields.String(),
+        validate=plain_json,
+        metadata={"description": "Replaces the metadata."},
     )
     expiresAt = Timestamp(allow_none=True, validate=_in_future)
 

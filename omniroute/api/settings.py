@@ -9,7 +9,7 @@ from marshmallow.validate import Length, OneOf
 
 from ..memory.settings import EMBEDDING_SOURCES, STRATEGIES, VECTOR_STORES
 from ..services import services
-from .fields import StrictBoolean, StrictNumber
+from .fields import StrictBoolean, StrictNumber, plain_json
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
 
@@ -51,7 +51,7 @@ class MemorySettingsUpdateSchema(ma.Schema):
     vectorStore = ma.fields.String(validate=OneOf(VECTOR_STORES))
     primaryBackend = ma.fields.String(validate=Length(min=1))
     fallbackBackends = ma.fields.List(ma.fields.String())
-    backendConfigs = ma.fields.Dict(keys=ma.fields.String())
+    backendConfigs = ma.fields.Dict(keys=ma.fields.String(), validate=plain_json)
 
 
 @blp.route("/memory")

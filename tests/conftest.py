@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pysqlite3.dbapi2 as sqlite3
+import pytest
+import sqlite_vec
+
+from omniroute import create_app, migrate
+from omniroute.config import SETTINGS
+from omniroute.db import Database
+from omniroute.memory.store import MemoryStore
+from omniroute.services import Services
+
+ADMIN_TOKEN = "test-admin-token"
+
+
+def pytest_report_header(config):
+    return f"SQLite {sqlite3.sqlite_version} (pysqlite3), sqlite-vec {sqlite_vec.__version__}"
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.moment = start or datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+    def advance(self, **delta) -> None:
+        self.moment += timedelta(**delta)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    """Tests configure the app through the factory, never through stray env settings."""
+    for setting in SETTINGS:
+        monkeypatch.delenv(setting.name, raising=False)
+
+
+@pytest.fixture
+def app(tmp_path):
+    app = create_app({"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN})
+    yield app
+    app.extensions["omniroute"].close()
+
+
+@pytest.fixture
+def svc(app) -> Services:
+    return app.extensions["omniroute"]
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def make_key(client, admin):
+    def make(name: str = "test key") -> dict:
+        response = client.post("/api/keys", json={"name": name}, headers=admin)
+        assert response.status_code == 201, response.json
+        return response.json
+
+    return make
+
+
+@pytest.fixture
+def api_key(make_key) -> dict:
+    return make_key()
+
+
+@pytest.fixture
+def database(tmp_path):
+    database = Database(f"sqlite:///{tmp_path / 'store.db'}")
+    migrate.upgrade(database)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(database, clock) -> MemoryStore:
+    return MemoryStore(database, clock=clock)

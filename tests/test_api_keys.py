@@ -1,0 +1,52 @@
+import pytest
+
+from omniroute.keys import hash_secret
+
+
+def test_create_returns_the_secret_once(client, admin):
+    response = client.post("/api/keys", json={"name": "laptop"}, headers=admin)
+    assert response.status_code == 201
+    key = response.json
+    assert set(key) == {"id", "name", "key", "prefix", "createdAt", "lastUsedAt"}
+    assert key["name"] == "laptop"
+    assert key["key"].startswith("sk-omr-") and len(key["key"]) > 40
+    assert key["key"].startswith(key["prefix"])
+    listed = client.get("/api/keys", headers=admin).json["data"]
+    assert listed == [{k: v for k, v in key.items() if k != "key"}]
+
+
+def test_only_a_hash_of_the_secret_is_stored(client, admin, svc, api_key):
+    with svc.db.read() as conn:
+        rows = conn.exec_driver_sql("SELECT * FROM api_keys").all()
+    flat = " ".join(str(value) for row in rows for value in row)
+    assert api_key["key"] not in flat
+    assert hash_secret(api_key["key"]) in flat
+
+
+def test_authenticate_accepts_the_secret_and_records_use(svc, api_key):
+    key = svc.keys.authenticate(api_key["key"])
+    assert key is not None and key.id == api_key["id"]
+    assert svc.keys.get(api_key["id"]).last_used_at is not None
+
+
+@pytest.mark.parametrize("secret", ["", "sk-omr-", "sk-omr-wrong", "not-even-a-key"])
+def test_authenticate_refuses_anything_else(svc, api_key, secret):
+    assert svc.keys.authenticate(secret) is None
+
+
+def test_revoke_stops_a_key(client, admin, svc, api_key):
+    response = client.delete(f"/api/keys/{api_key['id']}", headers=admin)
+    assert response.status_code == 200 and response.json == {"success": True}
+    assert svc.keys.authenticate(api_key["key"]) is None
+    assert client.get("/api/keys", headers=admin).json["data"] == []
+    again = client.delete(f"/api/keys/{api_key['id']}", headers=admin)
+    assert again.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"name": ""}, {"name": "  "}, {"name": 7}, {"name": "x" * 101}]
+)
+def test_create_refuses_a_bad_name(client, admin, body):
+    response = client.post("/api/keys", json=body, headers=admin)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == "name"

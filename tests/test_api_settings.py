@@ -1,0 +1,145 @@
+import pytest
+
+from omniroute.memory.settings import FIELDS, normalise
+
+DEFAULTS = {
+    "enabled": False,
+    "maxTokens": 2000,
+    "retentionDays": 30,
+    "strategy": "hybrid",
+    "skillsEnabled": True,
+    "embeddingSource": "auto",
+    "embeddingProviderModel": None,
+    "transformersEnabled": False,
+    "staticEnabled": False,
+    "rerankEnabled": False,
+    "rerankProviderModel": None,
+    "vectorStore": "auto",
+    "primaryBackend": "sqlite",
+    "fallbackBackends": [],
+    "backendConfigs": {},
+}
+
+
+def test_get_returns_all_fifteen_defaults(client, admin):
+    response = client.get("/api/settings/memory", headers=admin)
+    assert response.status_code == 200
+    assert response.json == DEFAULTS
+
+
+# Section 9 of the reference: (API field, stored value, what it reads as).
+NORMALISATION = [
+    ("enabled", True, True),
+    ("enabled", "true", False),
+    ("enabled", 1, False),
+    ("maxTokens", 1500, 1500),
+    ("maxTokens", 1500.5, 1501),
+    ("maxTokens", 1500.4, 1500),
+    ("maxTokens", 20000, 16000),
+    ("maxTokens", -3, 0),
+    ("maxTokens", "1500", 2000),
+    ("maxTokens", True, 2000),
+    ("maxTokens", None, 2000),
+    ("maxTokens", [1500], 2000),
+    ("retentionDays", 0, 1),
+    ("retentionDays", 400, 365),
+    ("retentionDays", 7.5, 8),
+    ("retentionDays", "7", 30),
+    ("strategy", "recent", "recent"),
+    ("strategy", "semantic", "semantic"),
+    ("strategy", "exact", "hybrid"),
+    ("skillsEnabled", False, False),
+    ("skillsEnabled", "no", True),
+    ("embeddingSource", "static", "static"),
+    ("embeddingSource", "magic", "auto"),
+    ("embeddingProviderModel", "openai/text-embedding-3-small", "openai/text-embedding-3-small"),
+    ("embeddingProviderModel", "", None),
+    ("embeddingProviderModel", 5, None),
+    ("transformersEnabled", True, True),
+    ("staticEnabled", "yes", False),
+    ("rerankEnabled", True, True),
+    ("rerankProviderModel", "  ", None),
+    ("vectorStore", "qdrant", "qdrant"),
+    ("vectorStore", "sqlite-vec", "sqlite-vec"),
+    ("vectorStore", "pgvector", "auto"),
+    ("primaryBackend", "obsidian", "obsidian"),
+    ("primaryBackend", "", "sqlite"),
+    ("fallbackBackends", ["a", 3, "b"], ["a", "b"]),
+    ("fallbackBackends", "a", []),
+    ("backendConfigs", {"a": {"url": "x"}}, {"a": {"url": "x"}}),
+    ("backendConfigs", [1], {}),
+]
+
+
+@pytest.mark.parametrize(("name", "stored", "expected"), NORMALISATION)
+def test_stored_values_are_normalised(svc, client, admin, name, stored, expected):
+    db_key = next(field.db_key for field in FIELDS if field.name == name)
+    svc.settings.put({db_key: stored})
+    assert client.get("/api/settings/memory", headers=admin).json[name] == expected
+
+
+def test_the_normalisation_table_covers_every_field():
+    assert {name for name, _, _ in NORMALISATION} == {field.name for field in FIELDS}
+    assert normalise({}) == DEFAULTS
+
+
+def test_put_writes_only_the_given_fields(client, admin, svc):
+    response = client.put(
+        "/api/settings/memory", json={"enabled": True, "maxTokens": 99999}, headers=admin
+    )
+    assert response.status_code == 200
+    assert response.json == {**DEFAULTS, "enabled": True, "maxTokens": 16000}
+    assert svc.settings.all() == {"memoryEnabled": True, "memoryMaxTokens": 16000}
+    client.put("/api/settings/memory", json={"strategy": "recent"}, headers=admin)
+    after = client.get("/api/settings/memory", headers=admin).json
+    assert (after["enabled"], after["maxTokens"], after["strategy"]) == (True, 16000, "recent")
+
+
+def test_put_with_null_clears_an_optional_model(client, admin):
+    client.put("/api/settings/memory", json={"embeddingProviderModel": "openai/e3"}, headers=admin)
+    response = client.put(
+        "/api/settings/memory", json={"embeddingProviderModel": None}, headers=admin
+    )
+    assert response.json["embeddingProviderModel"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"enabled": "true"}, "enabled"),
+        ({"enabled": 1}, "enabled"),
+        ({"maxTokens": "2000"}, "maxTokens"),
+        ({"maxTokens": True}, "maxTokens"),
+        ({"strategy": "exact"}, "strategy"),
+        ({"vectorStore": "pgvector"}, "vectorStore"),
+        ({"fallbackBackends": [1]}, "fallbackBackends.0"),
+        ({"backendConfigs": []}, "backendConfigs"),
+        ({"memoryEnabled": True}, "memoryEnabled"),
+    ],
+)
+def test_put_refuses_values_of_the_wrong_kind_naming_the_field(client, admin, svc, body, field):
+    response = client.put("/api/settings/memory", json=body, headers=admin)
+    assert response.status_code == 422
+    assert field in [detail["field"] for detail in response.json["error"]["details"]]
+    assert svc.settings.all() == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"maxTokens": Infinity}', "maxTokens"),
+        ('{"backendConfigs": {"a": NaN}}', "backendConfigs"),
+    ],
+)
+def test_put_refuses_non_finite_numbers(client, admin, raw, field):
+    response = client.put(
+        "/api/settings/memory", data=raw, content_type="application/json", headers=admin
+    )
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == field
+
+
+def test_a_put_is_visible_at_once_despite_the_cache(client, admin):
+    assert client.get("/api/settings/memory", headers=admin).json["enabled"] is False
+    client.put("/api/settings/memory", json={"enabled": True}, headers=admin)
+    assert client.get("/api/settings/memory", headers=admin).json["enabled"] is True

@@ -1,0 +1,44 @@
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from omniroute.memory.fts import MAX_TOKENS, keyword_search, match_expression
+
+FTS_SYNTAX = ['"', "*", "(", ")", ":", "^", "-", "+", "NEAR", "AND", "OR", "NOT", "{", "}"]
+queries = st.one_of(
+    st.text(),
+    st.lists(st.sampled_from([*FTS_SYNTAX, "tea", "ü", "寿司", "_", " "])).map("".join),
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=queries)
+def test_no_query_makes_keyword_search_raise(store, query):
+    with store.db.read() as conn:
+        keyword_search(conn, api_key_id="alice", query=query, now_iso=store.now())
+
+
+@given(query=queries)
+def test_the_expression_is_only_quoted_words_joined_by_or(query):
+    expression = match_expression(query)
+    if expression is not None:
+        for part in expression.split(" OR "):
+            assert re.fullmatch(r'"[^"]+"', part), part
+
+
+def test_a_query_without_words_searches_nothing():
+    assert match_expression("?! -- ()") is None
+
+
+def test_duplicate_words_count_once_and_their_number_is_capped():
+    assert match_expression("Tea tea TEA") == '"tea"'
+    many = " ".join(f"w{i}" for i in range(1000))
+    assert match_expression(many).count(" OR ") == MAX_TOKENS - 1
+
+
+def test_operators_in_the_query_are_searched_as_words(store):
+    store.create(api_key_id="alice", key="k", content="Tea AND coffee OR NOT")
+    with store.db.read() as conn:
+        hits = keyword_search(conn, api_key_id="alice", query="NOT", now_iso=store.now())
+    assert len(hits) == 1

@@ -1,0 +1,60 @@
+from pathlib import Path
+
+import pytest
+
+from omniroute import create_app
+from tests.conftest import ADMIN_TOKEN
+
+# A dedicated Redis database, so that tests never touch db 0.
+REDIS_TEST_URL = "redis://127.0.0.1:6379/14"
+
+
+@pytest.fixture
+def app_with_redis(tmp_path):
+    def make(redis_url: str):
+        return create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "REDIS_URL": redis_url,
+            }
+        )
+
+    return make
+
+
+def test_healthz_answers_without_auth(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json == {"status": "ok"}
+
+
+def test_readyz_without_redis_checks_the_database(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    checks = response.json["checks"]
+    assert checks["database"] == "ok"
+    assert checks["redis"].startswith("not configured")
+    assert checks["vectors"].startswith("sqlite-vec v")
+
+
+def test_readyz_pings_a_configured_redis(app_with_redis):
+    response = app_with_redis(REDIS_TEST_URL).test_client().get("/readyz")
+    assert response.status_code == 200
+    assert response.json["checks"]["redis"] == "ok"
+
+
+def test_readyz_is_503_naming_redis_when_it_is_down(app_with_redis):
+    response = app_with_redis("redis://127.0.0.1:1/0").test_client().get("/readyz")
+    assert response.status_code == 503
+    assert response.json["error"]["type"] == "service_unavailable"
+    assert [d["field"] for d in response.json["error"]["details"]] == ["redis"]
+
+
+def test_readyz_is_503_when_the_database_is_unreadable(client, svc):
+    svc.db.dispose()
+    for suffix in ("-wal", "-shm"):
+        Path(svc.db.path + suffix).unlink(missing_ok=True)
+    Path(svc.db.path).write_bytes(b"this is not a database" * 100)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert [d["field"] for d in response.json["error"]["details"]] == ["database"]

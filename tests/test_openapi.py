@@ -1,0 +1,57 @@
+import re
+
+import pytest
+
+HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
+
+
+@pytest.fixture
+def spec(client):
+    response = client.get("/openapi.json")
+    assert response.status_code == 200
+    return response.json
+
+
+def operations(spec):
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            if method in HTTP_METHODS:
+                yield path, method, operation
+
+
+def test_every_operation_has_a_summary(spec):
+    missing = [f"{m.upper()} {p}" for p, m, op in operations(spec) if not op.get("summary")]
+    assert missing == []
+
+
+def test_the_spec_covers_every_route_of_the_api(spec, app):
+    documented = {(p, m.upper()) for p, m, _ in operations(spec)}
+    for rule in app.url_map.iter_rules():
+        if not rule.rule.startswith("/api/"):
+            continue
+        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            assert (path, method) in documented, f"{method} {path} is not in the spec"
+
+
+def test_api_operations_require_the_admin_token_and_probes_do_not(spec):
+    assert spec["security"] == [{"adminToken": []}]
+    assert spec["components"]["securitySchemes"]["adminToken"]["scheme"] == "bearer"
+    for path in ("/healthz", "/readyz"):
+        assert spec["paths"][path]["get"]["security"] == []
+
+
+def test_errors_are_documented_in_the_one_error_shape(spec):
+    schema = spec["components"]["schemas"]["Error"]
+    assert set(schema["properties"]) == {"error"}
+
+
+def test_the_docs_page_loads_its_assets_from_this_server(client):
+    page = client.get("/docs")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert "http://" not in html and "https://" not in html
+    for asset in re.findall(r'(?:src|href)="(/docs/assets/[^"]+)"', html):
+        with client.get(asset) as response:
+            assert response.status_code == 200, asset
+    assert "/openapi.json" in html

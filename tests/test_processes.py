@@ -1,0 +1,157 @@
+"""The real entry points as separate processes: the web server, the CLI and the RQ worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import redis
+
+from omniroute.config import SETTINGS
+
+ROOT = Path(__file__).resolve().parent.parent
+FLASK = [sys.executable, "-m", "flask", "--app", "app"]
+WORKER_REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+def environment(**overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {s.name for s in SETTINGS}}
+    env.update(overrides)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def call(url: str, method: str = "GET", body: dict | None = None, token: str | None = None):
+    request = urllib.request.Request(url, method=method)
+    if body is not None:
+        request.data = json.dumps(body).encode()
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = free_port()
+    log = (tmp_path / "server.log").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "omniroute.serve"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path / "data"), PORT=str(port)),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            call(f"{base}/healthz")
+            break
+        except OSError:
+            assert process.poll() is None, "the server exited"
+            time.sleep(0.1)
+    else:
+        pytest.fail("the server did not answer within 30 s")
+    try:
+        yield base, tmp_path / "data", log
+        process.terminate()
+        # uvicorn shuts down gracefully, then re-raises SIGTERM as its exit status.
+        assert process.wait(timeout=15) in (0, -15)
+        log.seek(0)
+        assert "Finished server process" in log.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+
+
+def test_the_web_process_serves_the_api_with_uvicorn(server):
+    base, data_dir, log = server
+    token = (data_dir / "admin_token").read_text().strip()
+    status, headers, _ = call(f"{base}/healthz")
+    assert status == 200 and headers["server"] == "uvicorn"
+
+    status, _, key = call(f"{base}/api/keys", "POST", {"name": "curl user"}, token)
+    assert status == 201
+    status, _, created = call(
+        f"{base}/api/memory",
+        "POST",
+        {"apiKeyId": key["id"], "key": "pref:shell", "content": "Uses fish shell"},
+        token,
+    )
+    assert status == 201
+    status, _, listed = call(f"{base}/api/memory?q=fish", token=token)
+    assert [m["id"] for m in listed["data"]] == [created["memory"]["id"]]
+    assert call(f"{base}/api/memory")[0] == 401
+
+    log.seek(0)
+    output = log.read()
+    assert str(data_dir / "admin_token") in output
+    assert token not in output, "the admin token must never be logged"
+
+
+def test_db_upgrade_migrates_a_fresh_database(tmp_path):
+    result = subprocess.run(
+        [*FLASK, "db", "upgrade"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "is at version 4" in result.stdout
+    assert "applied migration 0001_memories" in result.stderr
+
+
+@pytest.fixture
+def worker_redis():
+    connection = redis.Redis.from_url(WORKER_REDIS_URL)
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+    connection.close()
+
+
+def test_the_worker_serves_the_queues_of_a_real_redis(tmp_path, worker_redis):
+    result = subprocess.run(
+        [*FLASK, "worker", "--burst"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path), REDIS_URL=WORKER_REDIS_URL),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "default" in result.stderr  # RQ logs the queues it listens on
+
+
+def test_the_worker_refuses_to_start_without_redis(tmp_path):
+    result = subprocess.run(
+        [*FLASK, "worker", "--burst"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "REDIS_URL is not set" in result.stderr

@@ -1,0 +1,363 @@
+import pytest
+
+from omniroute.clock import to_iso
+from omniroute.memory.fts import keyword_search
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.store import KeyConflict, MemoryNotFound, MemoryStore
+
+
+def search(store: MemoryStore, query: str, owner: str = "alice") -> list[str]:
+    with store.db.read() as conn:
+        hits = keyword_search(conn, api_key_id=owner, query=query, now_iso=store.now())
+    return [memory.content for memory, _ in hits]
+
+
+def history(store: MemoryStore, memory_id: str) -> list[tuple]:
+    return [
+        (row["action"], row["old_content"], row["new_content"], row["old_type"], row["new_type"])
+        for row in store.history(memory_id)
+    ]
+
+
+def in_minutes(clock, minutes: int) -> str:
+    clock.advance(minutes=minutes)
+    moment = to_iso(clock())
+    clock.advance(minutes=-minutes)
+    return moment
+
+
+# -- upsert -----------------------------------------------------------------------------
+
+
+def test_create_makes_a_memory_with_its_fields(store):
+    memory, created = store.create(
+        api_key_id="alice",
+        key="pref:tea",
+        content="Likes green tea",
+        type="factual",
+        session_id="s1",
+        metadata={"source": "api"},
+    )
+    assert created
+    assert store.get(memory.id) == memory
+    assert memory.created_at == memory.updated_at == "2026-01-15T12:00:00.000Z"
+    assert (memory.access_count, memory.last_accessed_at, memory.expires_at) == (0, None, None)
+
+
+def test_creating_the_same_key_again_updates_the_memory_and_merges_metadata(store, clock):
+    first, _ = store.create(
+        api_key_id="alice", key="k", content="old", metadata={"a": 1, "b": 1}, session_id="s1"
+    )
+    clock.advance(seconds=5)
+    second, created = store.create(
+        api_key_id="alice",
+        key="k",
+        content="new",
+        type="episodic",
+        metadata={"b": 2, "c": 3},
+        session_id="s2",
+    )
+    assert not created
+    assert second.id == first.id
+    assert second.created_at == first.created_at
+    assert second.updated_at > first.updated_at
+    assert (second.content, second.type, second.session_id) == ("new", "episodic", "s2")
+    assert second.metadata == {"a": 1, "b": 2, "c": 3}
+    assert store.get(first.id) == second
+
+
+def test_the_same_key_of_two_owners_makes_two_memories(store):
+    a, _ = store.create(api_key_id="alice", key="k", content="alice's")
+    b, created = store.create(api_key_id="bob", key="k", content="bob's")
+    assert created and a.id != b.id
+
+
+def test_an_upsert_keeps_the_access_telemetry(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="v1")
+    store.record_access([memory.id])
+    again, _ = store.create(api_key_id="alice", key="k", content="v2")
+    assert again.access_count == 1 and again.last_accessed_at is not None
+
+
+# -- expiry -----------------------------------------------------------------------------
+
+
+def test_an_expired_memory_is_never_returned(store, clock):
+    memory, _ = store.create(
+        api_key_id="alice", key="k", content="short-lived fact", expires_at=in_minutes(clock, 1)
+    )
+    assert store.get(memory.id) is not None  # now also cached
+    clock.advance(minutes=2)
+    assert store.get(memory.id) is None
+    assert store.list_page(MemoryFilter(api_key_id="alice")).total == 0
+    assert search(store, "fact") == []
+    with pytest.raises(MemoryNotFound):
+        store.update(memory.id, content="revived?")
+
+
+def test_creating_onto_an_expired_key_starts_a_new_memory(store, clock):
+    old, _ = store.create(
+        api_key_id="alice",
+        key="k",
+        content="old",
+        metadata={"stale": True},
+        expires_at=in_minutes(clock, 1),
+    )
+    clock.advance(minutes=2)
+    new, created = store.create(api_key_id="alice", key="k", content="new", metadata={"x": 1})
+    assert created and new.id != old.id
+    assert new.metadata == {"x": 1}
+    assert [entry[0] for entry in history(store, old.id)] == ["create", "delete"]
+
+
+def test_an_expired_memory_can_still_be_deleted(store, clock):
+    memory, _ = store.create(
+        api_key_id="alice", key="k", content="x", expires_at=in_minutes(clock, 1)
+    )
+    clock.advance(minutes=2)
+    assert store.delete(memory.id)
+
+
+# -- history ----------------------------------------------------------------------------
+
+
+def test_every_create_update_and_delete_leaves_a_history_row(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="one")
+    store.update(memory.id, content="two", type="episodic")
+    store.create(api_key_id="alice", key="k", content="three", type="episodic")
+    store.delete(memory.id)
+    assert history(store, memory.id) == [
+        ("create", None, "one", None, "factual"),
+        ("update", "one", "two", "factual", "episodic"),
+        ("update", "two", "three", "episodic", "episodic"),
+        ("delete", "three", None, "episodic", None),
+    ]
+    assert {row["api_key_id"] for row in store.history(memory.id)} == {"alice"}
+
+
+def test_repeating_the_same_fact_adds_no_history_row(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="same")
+    store.create(api_key_id="alice", key="k", content="same")
+    assert len(store.history(memory.id)) == 1
+
+
+# -- keyword search ---------------------------------------------------------------------
+
+
+def test_keyword_search_finds_a_memory_right_after_create(store):
+    store.create(api_key_id="alice", key="pref:editor", content="Uses Neovim with Lua config")
+    assert search(store, "neovim") == ["Uses Neovim with Lua config"]
+    assert search(store, "editor") == ["Uses Neovim with Lua config"], "keys are searchable"
+
+
+def test_keyword_search_follows_updates_and_deletes(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="Drinks espresso")
+    store.update(memory.id, content="Drinks matcha")
+    assert search(store, "matcha") == ["Drinks matcha"]
+    assert search(store, "espresso") == []
+    store.create(api_key_id="alice", key="k", content="Drinks rooibos")
+    assert search(store, "rooibos") == ["Drinks rooibos"]
+    assert search(store, "matcha") == []
+    store.delete(memory.id)
+    assert search(store, "rooibos drinks") == []
+
+
+def test_keyword_search_stays_within_one_owner(store):
+    store.create(api_key_id="bob", key="k", content="Bob's secret project codename")
+    assert search(store, "codename", owner="alice") == []
+    assert search(store, "codename", owner="bob") == ["Bob's secret project codename"]
+
+
+@pytest.mark.parametrize("other", ["alice-bob", "alice bob", "ALICE", "bob alice"])
+def test_keyword_search_keeps_owners_apart_whose_ids_overlap(store, other):
+    store.create(api_key_id=other, key="k", content="The launch codes")
+    assert search(store, "launch codes", owner="alice") == []
+    assert search(store, "launch codes", owner=other) == ["The launch codes"]
+
+
+def test_the_keyword_index_stays_consistent_through_every_kind_of_write(store, database, clock):
+    memory, _ = store.create(api_key_id="alice", key="a", content="one two")
+    store.create(api_key_id="alice", key="a", content="three")
+    store.update(memory.id, key="b", content="four")
+    store.record_access([memory.id])
+    other, _ = store.create(
+        api_key_id="bob", key="x", content="five", expires_at=in_minutes(clock, 1)
+    )
+    clock.advance(minutes=2)
+    store.create(api_key_id="bob", key="x", content="six")
+    store.delete(memory.id)
+    with database.write() as conn:
+        # rank = 1: also compare the index with the content of the memories table.
+        conn.exec_driver_sql(
+            "INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)"
+        )
+    assert search(store, "six", owner="bob") == ["six"]
+
+
+def test_keyword_search_ranks_the_better_match_first(store):
+    store.create(api_key_id="alice", key="a", content="Likes Python")
+    store.create(api_key_id="alice", key="b", content="Writes Python and Rust, Rust mostly")
+    assert search(store, "rust python")[0] == "Writes Python and Rust, Rust mostly"
+
+
+def test_keyword_search_matches_accented_and_non_latin_words(store):
+    store.create(api_key_id="alice", key="a", content="Wohnt in München")
+    store.create(api_key_id="alice", key="b", content="好きな食べ物 寿司")
+    assert search(store, "munchen") == ["Wohnt in München"]
+    assert search(store, "寿司") == ["好きな食べ物 寿司"]
+
+
+def test_access_bumps_do_not_touch_the_keyword_index(store, database):
+    memory, _ = store.create(api_key_id="alice", key="k", content="indexed once")
+    with database.engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        before = raw.total_changes
+        raw.execute(
+            "UPDATE memories SET access_count = access_count + 1 WHERE id = ?", (memory.id,)
+        )
+        assert raw.total_changes - before == 1, "an FTS trigger fired on an access bump"
+        before = raw.total_changes
+        raw.execute("UPDATE memories SET content = 'changed' WHERE id = ?", (memory.id,))
+        assert raw.total_changes - before > 1, "the FTS trigger did not fire on a content change"
+
+
+# -- update and delete ------------------------------------------------------------------
+
+
+def test_update_replaces_metadata_and_changes_only_what_is_given(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="c", metadata={"a": 1})
+    updated = store.update(memory.id, metadata={"b": 2})
+    assert updated.metadata == {"b": 2}
+    assert (updated.content, updated.key, updated.type) == ("c", "k", "factual")
+    assert store.get(memory.id) == updated
+
+
+def test_update_can_clear_the_expiry(store, clock):
+    memory, _ = store.create(
+        api_key_id="alice", key="k", content="c", expires_at=in_minutes(clock, 1)
+    )
+    store.update(memory.id, expires_at=None)
+    clock.advance(minutes=5)
+    assert store.get(memory.id) is not None
+
+
+def test_update_to_a_key_the_owner_already_uses_is_a_conflict(store):
+    store.create(api_key_id="alice", key="taken", content="a")
+    memory, _ = store.create(api_key_id="alice", key="free", content="b")
+    with pytest.raises(KeyConflict):
+        store.update(memory.id, key="taken")
+    assert store.get(memory.id).key == "free"
+
+
+def test_update_may_take_the_key_of_an_expired_memory(store, clock):
+    store.create(api_key_id="alice", key="taken", content="a", expires_at=in_minutes(clock, 1))
+    memory, _ = store.create(api_key_id="alice", key="free", content="b")
+    clock.advance(minutes=2)
+    assert store.update(memory.id, key="taken").key == "taken"
+
+
+def test_update_and_delete_of_unknown_ids(store):
+    with pytest.raises(MemoryNotFound):
+        store.update("no-such-id", content="x")
+    assert store.delete("no-such-id") is False
+
+
+def test_a_deleted_memory_is_gone(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="c")
+    store.get(memory.id)
+    assert store.delete(memory.id)
+    assert store.get(memory.id) is None
+
+
+# -- list -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def populated(store, clock):
+    rows = [
+        ("alice", "factual", "s1", "k1", "Prefers 100% test coverage"),
+        ("alice", "episodic", "s1", "k2", "Chose snake_case for the API"),
+        ("alice", "factual", "s2", "k3", "Lives in ÄRHUS"),
+        ("alice", "procedural", "s2", "k4", "Deploys with make release"),
+        ("bob", "factual", "s1", "k1", "Bob likes snakecase"),
+    ]
+    for owner, type_, session, key, content in rows:
+        clock.advance(seconds=1)
+        store.create(api_key_id=owner, key=key, content=content, type=type_, session_id=session)
+    return store
+
+
+def contents(page) -> list[str]:
+    return [memory.content for memory in page.data]
+
+
+def test_list_is_newest_first_and_pages(populated):
+    everything = populated.list_page(MemoryFilter(api_key_id="alice"))
+    assert contents(everything) == [
+        "Deploys with make release",
+        "Lives in ÄRHUS",
+        "Chose snake_case for the API",
+        "Prefers 100% test coverage",
+    ]
+    second = populated.list_page(MemoryFilter(api_key_id="alice"), limit=2, offset=2)
+    assert contents(second) == contents(everything)[2:]
+    assert second.total == 4
+
+
+def test_list_filters_by_type_and_session(populated):
+    assert populated.list_page(MemoryFilter(api_key_id="alice", type="factual")).total == 2
+    page = populated.list_page(MemoryFilter(api_key_id="alice", session_id="s2"))
+    assert contents(page) == ["Deploys with make release", "Lives in ÄRHUS"]
+    assert populated.list_page(MemoryFilter(session_id="s1")).total == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("%", ["Prefers 100% test coverage"]),
+        ("_", ["Chose snake_case for the API"]),
+        ("snake_case", ["Chose snake_case for the API"]),
+        ("ärhus", ["Lives in ÄRHUS"]),
+        ("K4", ["Deploys with make release"]),
+        ("nothing like this", []),
+    ],
+)
+def test_text_filter_is_a_literal_case_insensitive_substring(populated, text, expected):
+    assert contents(populated.list_page(MemoryFilter(api_key_id="alice", text=text))) == expected
+
+
+def test_list_counts_cover_every_match_not_only_the_page(populated):
+    page = populated.list_page(MemoryFilter(api_key_id="alice"), limit=1)
+    assert len(page.data) == 1
+    assert page.total == 4
+    assert page.by_type == {"factual": 2, "episodic": 1, "procedural": 1}
+    expected_tokens = sum(
+        -(-len(c) // 4)
+        for c in (
+            "Prefers 100% test coverage",
+            "Chose snake_case for the API",
+            "Lives in ÄRHUS",
+            "Deploys with make release",
+        )
+    )
+    assert page.tokens_used == expected_tokens
+
+
+def test_record_access_counts_uses(populated, clock):
+    memory = populated.list_page(MemoryFilter(api_key_id="alice")).data[0]
+    populated.get(memory.id)
+    populated.record_access([memory.id, memory.id])
+    populated.record_access([memory.id])
+    fresh = populated.get(memory.id)
+    assert fresh.access_count == 2
+    assert fresh.last_accessed_at == to_iso(clock())
+    assert populated.list_page(MemoryFilter(api_key_id="alice")).accessed == 1
+
+
+def test_get_is_served_from_the_cache_until_a_write(store):
+    memory, _ = store.create(api_key_id="alice", key="k", content="v1")
+    store.get(memory.id)
+    store.get(memory.id)
+    assert (store.cache_misses, store.cache_hits) == (1, 1)
+    store.update(memory.id, content="v2")
+    assert store.get(memory.id).content == "v2"

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from . import api, auth, cli, errors, migrate
+from . import api, auth, cli, errors, home, migrate
 from .config import database_url, load_settings
 from .db import Database
 from .services import Services
@@ -36,6 +36,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
     errors.register_error_handlers(app)
     api.init_app(app)
+    app.register_blueprint(home.bp)
     cli.init_app(app)
     return app
 

@@ -12,7 +12,7 @@ import secrets
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from sqlalchemy import insert, select, update
 
@@ -130,11 +130,4 @@ class ApiKeyStore:
 
 
 def _from_row(row) -> ApiKey:
-    return ApiKey(
-        id=row["id"],
-        name=row["name"],
-        prefix=row["prefix"],
-        created_at=row["created_at"],
-        last_used_at=row["last_used_at"],
-        revoked_at=row["revoked_at"],
-    )
+    return ApiKey(**{field.name: row[field.name] for field in fields(ApiKey)})

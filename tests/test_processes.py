@@ -18,7 +18,6 @@ import redis
 from omniroute.config import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
-FLASK = [sys.executable, "-m", "flask", "--app", "app"]
 WORKER_REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
@@ -108,15 +107,19 @@ def test_the_web_process_serves_the_api_with_uvicorn(server):
     assert token not in output, "the admin token must never be logged"
 
 
-def test_db_upgrade_migrates_a_fresh_database(tmp_path):
-    result = subprocess.run(
-        [*FLASK, "db", "upgrade"],
+def run_flask(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", *args],
         cwd=ROOT,
-        env=environment(DATA_DIR=str(tmp_path)),
+        env=environment(**env),
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_db_upgrade_migrates_a_fresh_database(tmp_path):
+    result = run_flask("db", "upgrade", DATA_DIR=str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "is at version 4" in result.stdout
     assert "applied migration 0001_memories" in result.stderr
@@ -132,26 +135,12 @@ def worker_redis():
 
 
 def test_the_worker_serves_the_queues_of_a_real_redis(tmp_path, worker_redis):
-    result = subprocess.run(
-        [*FLASK, "worker", "--burst"],
-        cwd=ROOT,
-        env=environment(DATA_DIR=str(tmp_path), REDIS_URL=WORKER_REDIS_URL),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_flask("worker", "--burst", DATA_DIR=str(tmp_path), REDIS_URL=WORKER_REDIS_URL)
     assert result.returncode == 0, result.stderr
     assert "default" in result.stderr  # RQ logs the queues it listens on
 
 
 def test_the_worker_refuses_to_start_without_redis(tmp_path):
-    result = subprocess.run(
-        [*FLASK, "worker", "--burst"],
-        cwd=ROOT,
-        env=environment(DATA_DIR=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_flask("worker", "--burst", DATA_DIR=str(tmp_path))
     assert result.returncode == 2
     assert "REDIS_URL is not set" in result.stderr

@@ -1,3 +1,5 @@
+import threading
+
 import pytest
 
 from omniroute.clock import to_iso
@@ -361,3 +363,21 @@ def test_get_is_served_from_the_cache_until_a_write(store):
     assert (store.cache_misses, store.cache_hits) == (1, 1)
     store.update(memory.id, content="v2")
     assert store.get(memory.id).content == "v2"
+
+
+def test_concurrent_writers_lose_nothing(store):
+    def writer(number: int) -> None:
+        for item in range(40):
+            # Half the writes upsert a key shared by every thread.
+            key = "shared" if item % 2 else f"t{number}:{item}"
+            store.create(api_key_id="alice", key=key, content=f"thread {number} item {item}")
+
+    threads = [threading.Thread(target=writer, args=(number,)) for number in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    page = store.list_page(MemoryFilter(api_key_id="alice"), limit=200)
+    assert page.total == 8 * 20 + 1
+    shared = next(memory for memory in page.data if memory.key == "shared")
+    assert len(store.history(shared.id)) >= 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 MEMORY_TYPES = ("factual", "episodic", "procedural", "semantic")
@@ -28,23 +28,14 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Memory:
-        return cls(
-            id=row["id"],
-            api_key_id=row["api_key_id"],
-            session_id=row["session_id"],
-            type=row["type"],
-            key=row["key"],
-            content=row["content"],
-            metadata=load_metadata(row["metadata"]),
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            expires_at=row["expires_at"],
-            access_count=row["access_count"],
-            last_accessed_at=row["last_accessed_at"],
-        )
+        values = {name: row[name] for name in _MEMORY_FIELDS}
+        return cls(**{**values, "metadata": load_metadata(row["metadata"])})
 
     def is_expired(self, now_iso: str) -> bool:
         return self.expires_at is not None and self.expires_at <= now_iso
+
+
+_MEMORY_FIELDS = tuple(field.name for field in fields(Memory))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
@@ -52,19 +52,14 @@ class MemoryStore:
         return to_iso(self._clock())
 
     @contextmanager
-    def _writing(self, connection: Connection | None) -> Iterator[Connection]:
+    def _joined(
+        self, connection: Connection | None, begin: Callable[[], AbstractContextManager]
+    ) -> Iterator[Connection]:
+        """The caller's connection when given, else a transaction of our own from `begin`."""
         if connection is not None:
             yield connection
         else:
-            with self.db.write() as own:
-                yield own
-
-    @contextmanager
-    def _reading(self, connection: Connection | None) -> Iterator[Connection]:
-        if connection is not None:
-            yield connection
-        else:
-            with self.db.read() as own:
+            with begin() as own:
                 yield own
 
     def _forget(self, *memory_ids: str) -> None:
@@ -98,7 +93,7 @@ class MemoryStore:
             "content": content,
             "expires_at": expires_at,
         }
-        with self._writing(connection) as conn:
+        with self._joined(connection, self.db.write) as conn:
             existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
             if existing is not None and existing.is_expired(now):
                 self._delete_row(conn, existing, now)
@@ -133,7 +128,7 @@ class MemoryStore:
         }
         changes = {name: value for name, value in given.items() if value is not _UNSET}
         now = self.now()
-        with self._writing(connection) as conn:
+        with self._joined(connection, self.db.write) as conn:
             existing = self._live_row(conn, memory_id, now)
             if "key" in changes and changes["key"] != existing.key:
                 holder = self._row(
@@ -149,7 +144,7 @@ class MemoryStore:
 
     def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
         """Delete a memory, expired or not; return False when there was none."""
-        with self._writing(connection) as conn:
+        with self._joined(connection, self.db.write) as conn:
             existing = self._row(conn, memories.c.id == memory_id)
             if existing is None:
                 return False
@@ -198,7 +193,7 @@ class MemoryStore:
     ) -> MemoryPage:
         """Return one page of live memories, newest first, with counts over all matches."""
         conditions = self._conditions(filters, self.now())
-        with self._reading(connection) as conn:
+        with self._joined(connection, self.db.read) as conn:
             rows = conn.execute(
                 select(memories)
                 .where(*conditions)

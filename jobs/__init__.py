@@ -1,4 +1,6 @@
-"""RQ jobs. Job functions stay thin: they take ids, not objects, and call into omniroute."""
+"""RQ jobs. Job functions stay thin: they take ids and plain values and call into omniroute."""
 
 # Queue names, in the order a worker serves them.
-QUEUES = ("default",)
+EXTRACTION_QUEUE = "extraction"
+DEFAULT_QUEUE = "default"
+QUEUES = (EXTRACTION_QUEUE, DEFAULT_QUEUE)

@@ -32,7 +32,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     )
     database = Database(app.config["DATABASE_URL"])
     migrate.upgrade(database)
-    Services.build(database, app.config["REDIS_URL"]).install(app)
+    Services.build(app, database).install(app)
 
     errors.register_error_handlers(app)
     api.init_app(app)

@@ -6,6 +6,7 @@ and a test keeps the two in step.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,29 @@ def _log_level(raw: str) -> str:
 
 def _optional(raw: str) -> str | None:
     return raw.strip() or None
+
+
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("must be true or false")
+
+
+def _positive_number(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError("must be a positive number")
+    return value
+
+
+def _json_list(raw: str) -> list:
+    value = json.loads(raw)
+    if not isinstance(value, list):
+        raise ValueError("must be a JSON list")
+    return value
 
 
 @dataclass(frozen=True)
@@ -83,8 +107,34 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "MAX_BODY_BYTES",
         1_048_576,
-        "Largest request body accepted; larger bodies get 413.",
+        "Largest request body accepted on /api and the other routes; larger bodies get 413.",
         _positive_int,
+    ),
+    Setting(
+        "MAX_CHAT_BODY_BYTES",
+        33_554_432,
+        "Largest request body accepted on /v1 (long contexts and images); larger ones get 413.",
+        _positive_int,
+    ),
+    Setting(
+        "OMNIROUTE_PROVIDERS",
+        None,
+        "JSON list of upstream providers to create or update at start, each "
+        '`{"id", "baseUrl", "apiKey", "models", "embeddingModels", "supportsSystemRole"}`.',
+        _json_list,
+    ),
+    Setting(
+        "OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS",
+        True,
+        "Allow provider URLs on loopback and private addresses (local servers such as Ollama). "
+        "Cloud metadata addresses are refused either way.",
+        _boolean,
+    ),
+    Setting(
+        "UPSTREAM_TIMEOUT_SECONDS",
+        120.0,
+        "Longest wait for an upstream provider's next bytes before the gateway answers 504.",
+        _positive_number,
     ),
     Setting(
         "WEB_THREADS",

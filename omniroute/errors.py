@@ -94,7 +94,10 @@ def http_error_response(error: HTTPException):
         message = data.get("message") or _summary(details)
     else:
         message = data.get("message") or error.description or error.name
-    response = jsonify(error_payload(status, message, details))
+    payload = error_payload(status, message, details)
+    if "code" in data:  # OpenAI's error code, for /v1 clients
+        payload["error"]["code"] = data["code"]
+    response = jsonify(payload)
     response.status_code = status
     # Keep what the exception says about itself (Allow on 405, WWW-Authenticate on 401).
     for name, value in error.get_headers():

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
 import redis
-from flask import current_app
+from flask import Flask, current_app
 
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
+from .proxy.providers import ProviderStore
+from .queue import JobQueue
 from .settings_store import SettingsStore
 
 _EXTENSION = "omniroute"
+UPSTREAM_CONNECT_SECONDS = 10.0
 
 
 @dataclass
@@ -23,10 +27,14 @@ class Services:
     keys: ApiKeyStore
     settings: SettingsStore
     memory_settings: MemorySettings
+    providers: ProviderStore
     redis: redis.Redis | None
+    jobs: JobQueue
+    http: httpx.Client
 
     @classmethod
-    def build(cls, database: Database, redis_url: str | None) -> Services:
+    def build(cls, app: Flask, database: Database) -> Services:
+        redis_url = app.config["REDIS_URL"]
         settings = SettingsStore(database)
         client = None
         if redis_url:
@@ -38,10 +46,21 @@ class Services:
             keys=ApiKeyStore(database),
             settings=settings,
             memory_settings=MemorySettings(settings),
+            providers=ProviderStore(database),
             redis=client,
+            jobs=JobQueue(app, client),
+            # Redirects are never followed: each outbound URL is checked before it is used.
+            http=httpx.Client(
+                follow_redirects=False,
+                timeout=httpx.Timeout(
+                    app.config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
+                ),
+            ),
         )
 
     def close(self) -> None:
+        self.jobs.shutdown()
+        self.http.close()
         if self.redis is not None:
             self.redis.close()
         self.db.dispose()

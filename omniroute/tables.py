@@ -73,3 +73,16 @@ memory_vec_meta = Table(
     Column("last_reset_at", Text),
     Column("vec_loaded", Integer, nullable=False),
 )
+
+providers = Table(
+    "providers",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("base_url", Text, nullable=False),
+    Column("api_key", Text),
+    Column("models", Text, nullable=False),
+    Column("embedding_models", Text, nullable=False),
+    Column("supports_system_role", Integer, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("updated_at", Text, nullable=False),
+)

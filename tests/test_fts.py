@@ -38,7 +38,17 @@ def test_duplicate_words_count_once_and_their_number_is_capped():
 
 
 def test_operators_in_the_query_are_searched_as_words(store):
-    store.create(api_key_id="alice", key="k", content="Tea AND coffee OR NOT")
+    store.create(api_key_id="alice", key="k", content="Tea AND coffee NEAR the stove")
     with store.db.read() as conn:
-        hits = keyword_search(conn, api_key_id="alice", query="NOT", now_iso=store.now())
+        hits = keyword_search(conn, api_key_id="alice", query="NEAR", now_iso=store.now())
     assert len(hits) == 1
+
+
+def test_stop_words_are_left_out_of_a_question():
+    assert match_expression("What is my favourite editor?") == '"favourite" OR "editor"'
+    assert match_expression("Wat is mijn favoriete editor?") == '"favoriete" OR "editor"'
+    assert match_expression("Was ist mein Lieblingseditor?") == '"lieblingseditor"'
+
+
+def test_a_question_of_stop_words_alone_searches_nothing():
+    assert match_expression("what do you know about me?") is None

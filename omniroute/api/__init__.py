@@ -8,7 +8,8 @@ from flask_smorest import Api
 
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
-from . import health, keys, memories, settings
+from ..proxy import routes as gateway
+from . import health, keys, memories, providers, settings
 
 DOCS_ASSETS_URL = "/docs/assets/"
 
@@ -60,5 +61,8 @@ def init_app(app: Flask) -> None:
     api = OmniApi(app)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
-    for module in (memories, keys, settings, health):
+    for module in (memories, keys, providers, settings, health, gateway):
         api.register_blueprint(module.blp)
+    if app.config["OMNIROUTE_PROVIDERS"]:
+        with app.app_context():
+            providers.seed_providers(app.config["OMNIROUTE_PROVIDERS"])

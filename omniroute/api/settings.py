@@ -1,13 +1,14 @@
-"""/api/settings/memory: the runtime memory settings."""
+"""/api/settings: the runtime memory and gateway settings."""
 
 from __future__ import annotations
 
 import marshmallow as ma
 from flask.views import MethodView
-from flask_smorest import Blueprint
+from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf
 
 from ..memory.settings import EMBEDDING_SOURCES, STRATEGIES, VECTOR_STORES
+from ..proxy.providers import DEFAULT_PROVIDER_SETTING
 from ..services import services
 from .fields import StrictBoolean, StrictNumber, plain_json
 
@@ -69,3 +70,33 @@ class MemorySettingsResource(MethodView):
         Writes only the fields given and returns all settings, normalised.
         """
         return services().memory_settings.update(body)
+
+
+class GatewaySettingsSchema(ma.Schema):
+    defaultProvider = ma.fields.String(
+        allow_none=True,
+        metadata={"description": "Provider for models given without a 'provider/' prefix."},
+    )
+
+
+def gateway_settings() -> dict:
+    return {"defaultProvider": services().settings.all().get(DEFAULT_PROVIDER_SETTING)}
+
+
+@blp.route("/gateway")
+class GatewaySettingsResource(MethodView):
+    @blp.response(200, GatewaySettingsSchema)
+    def get(self):
+        """Get the gateway settings"""
+        return gateway_settings()
+
+    @blp.arguments(GatewaySettingsSchema)
+    @blp.response(200, GatewaySettingsSchema)
+    def put(self, body):
+        """Change the gateway settings"""
+        if "defaultProvider" in body:
+            provider_id = body["defaultProvider"] or None
+            if provider_id and services().providers.get(provider_id) is None:
+                abort(422, errors={"json": {"defaultProvider": ["No provider has this id."]}})
+            services().settings.put({DEFAULT_PROVIDER_SETTING: provider_id})
+        return gateway_settings()

@@ -7,6 +7,7 @@ import re
 from sqlalchemy import Connection, text
 
 from .model import Memory
+from .stopwords import STOP_WORDS
 
 MAX_QUERY_CHARS = 8192
 MAX_TOKENS = 256
@@ -20,15 +21,17 @@ def owner_token(api_key_id: str) -> str:
 
 
 def match_expression(query: str) -> str | None:
-    """Turn free text into a safe FTS5 expression: its words, quoted, OR-ed together.
+    """Turn free text into a safe FTS5 expression: its topic words, quoted, OR-ed together.
 
     No input can raise an FTS5 syntax error: only word characters survive, and each word
-    is a quoted string. Returns None when no word is left (then there is nothing to search).
+    is a quoted string. Stop words ("what", "is", "my") are left out. Returns None when no
+    word is left: then there is nothing to search, and nothing is found.
     """
     if len(query) > MAX_QUERY_CHARS:
         half = MAX_QUERY_CHARS // 2
         query = f"{query[:half]} {query[-half:]}"
     tokens = list(dict.fromkeys(token.casefold() for token in _TOKEN.findall(query)))
+    tokens = [token for token in tokens if token not in STOP_WORDS]
     tokens = [token.replace("_", " ").strip() for token in tokens[:MAX_TOKENS]]
     quoted = [f'"{token}"' for token in tokens if token]
     return " OR ".join(quoted) or None
@@ -41,6 +44,7 @@ def keyword_search(
     query: str,
     now_iso: str,
     session_id: str | None = None,
+    created_after: str | None = None,
     limit: int = 100,
 ) -> list[tuple[Memory, float]]:
     """Return (memory, score) for one owner's live memories matching `query`, best first.
@@ -55,6 +59,7 @@ def keyword_search(
         return []
     expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
     session_clause = "AND m.session_id = :session_id" if session_id is not None else ""
+    retention_clause = "AND m.created_at >= :created_after" if created_after is not None else ""
     rows = connection.execute(
         text(
             f"""
@@ -64,6 +69,7 @@ def keyword_search(
               AND m.api_key_id = :api_key_id
               AND (m.expires_at IS NULL OR m.expires_at > :now)
               {session_clause}
+              {retention_clause}
             ORDER BY rank
             LIMIT :limit
             """
@@ -73,6 +79,7 @@ def keyword_search(
             "api_key_id": api_key_id,
             "now": now_iso,
             "session_id": session_id,
+            "created_after": created_after,
             "limit": limit,
         },
     ).mappings()

@@ -45,6 +45,8 @@ class MemoryFilter:
     session_id: str | None = None
     # A literal, case-insensitive substring of content or key (`%` and `_` match themselves).
     text: str | None = None
+    # Only memories created at or after this time (ISO text, as stored).
+    created_after: str | None = None
 
 
 @dataclass(frozen=True)

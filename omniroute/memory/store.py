@@ -42,14 +42,14 @@ class KeyConflict(ValueError):
 class MemoryStore:
     def __init__(self, database: Database, clock: Callable[[], datetime] = utc_now) -> None:
         self.db = database
-        self._clock = clock
+        self.clock = clock
         self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
         self._cache_lock = threading.Lock()
         self.cache_hits = 0
         self.cache_misses = 0
 
     def now(self) -> str:
-        return to_iso(self._clock())
+        return to_iso(self.clock())
 
     @contextmanager
     def _joined(
@@ -183,6 +183,25 @@ class MemoryStore:
             self._cache[memory_id] = memory
         return memory
 
+    def find(
+        self,
+        filters: MemoryFilter,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        connection: Connection | None = None,
+    ) -> list[Memory]:
+        """Live memories matching the filters, newest first."""
+        with self._joined(connection, self.db.read) as conn:
+            rows = conn.execute(
+                select(memories)
+                .where(*self._conditions(filters, self.now()))
+                .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
+                .limit(limit)
+                .offset(offset)
+            ).mappings()
+            return [Memory.from_row(row) for row in rows]
+
     def list_page(
         self,
         filters: MemoryFilter,
@@ -191,17 +210,9 @@ class MemoryStore:
         offset: int = 0,
         connection: Connection | None = None,
     ) -> MemoryPage:
-        """Return one page of live memories, newest first, with counts over all matches."""
-        conditions = self._conditions(filters, self.now())
+        """One page of live memories, newest first, with counts over all matches."""
         with self._joined(connection, self.db.read) as conn:
-            rows = conn.execute(
-                select(memories)
-                .where(*conditions)
-                .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
-                .limit(limit)
-                .offset(offset)
-            ).mappings()
-            data = [Memory.from_row(row) for row in rows]
+            data = self.find(filters, limit=limit, offset=offset, connection=conn)
             stats = conn.execute(
                 select(
                     memories.c.type,
@@ -209,7 +220,7 @@ class MemoryStore:
                     func.sum((func.length(memories.c.content) + 3) // 4),
                     func.sum(case((memories.c.access_count > 0, 1), else_=0)),
                 )
-                .where(*conditions)
+                .where(*self._conditions(filters, self.now()))
                 .group_by(memories.c.type)
             ).all()
         return MemoryPage(
@@ -239,6 +250,8 @@ class MemoryStore:
             conditions.append(memories.c.type == filters.type)
         if filters.session_id is not None:
             conditions.append(memories.c.session_id == filters.session_id)
+        if filters.created_after is not None:
+            conditions.append(memories.c.created_at >= filters.created_after)
         if filters.text:
             needle = filters.text.casefold()
             conditions.append(

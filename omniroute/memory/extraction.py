@@ -1,0 +1,116 @@
+"""Fact extraction: find preferences, decisions and habits in text, and store them.
+
+Rules (REFERENCE section 3, with our fixes): only the last 64 KiB of a text is read; a
+fact's subject must have 3 or more characters and its content is cut to 500; facts are
+found category by category, pattern by pattern, in text order, and a key found twice in one
+text counts once. Keys keep every script's letters (the reference reduced non-ASCII facts
+all to "preference:", so they overwrote each other).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..clock import now_iso
+from .patterns import CATEGORIES, CATEGORY_TYPES, PATTERNS
+from .store import MemoryStore
+
+MAX_TEXT_CHARS = 64 * 1024
+MIN_SUBJECT_CHARS = 3
+MAX_CONTENT_CHARS = 500
+MAX_SLUG_CHARS = 40
+SOURCES = ("user_message", "llm_response")
+
+_WHITESPACE = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[\W_]+")
+# Typographic apostrophes (phones type them) read as the ASCII one the patterns expect.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+
+@dataclass(frozen=True)
+class Fact:
+    category: str
+    type: str
+    key: str
+    content: str
+    language: str
+
+
+def slug(text: str) -> str:
+    """Lowercase; every run of non-letters and non-digits (any script) becomes `_`."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    value = _NON_WORD.sub("_", folded)[:MAX_SLUG_CHARS].strip("_")
+    return value or hashlib.sha256(folded.encode("utf-8")).hexdigest()[:12]
+
+
+def _visible_length(text: str) -> int:
+    """Length with East Asian wide characters counted twice: "寿司" is a word, "it" is not."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _clean(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def extract_facts(text: str) -> list[Fact]:
+    """Return the facts in `text`, without storing them."""
+    if not text:
+        return []
+    text = text[-MAX_TEXT_CHARS:].translate(_APOSTROPHES)
+    facts, seen = [], set()
+    for fact in _candidates(text):
+        if fact.key not in seen:
+            seen.add(fact.key)
+            facts.append(fact)
+    return facts
+
+
+def _candidates(text: str) -> Iterator[Fact]:
+    for category in CATEGORIES:
+        for pattern in (p for p in PATTERNS if p.category == category):
+            for match in pattern.regex.finditer(text):
+                subject = _clean(pattern.subject(match))
+                if _visible_length(subject) < MIN_SUBJECT_CHARS:
+                    continue
+                yield Fact(
+                    category=category,
+                    type=CATEGORY_TYPES[category],
+                    key=f"{category}:{slug(subject)}",
+                    content=_clean(match[0])[:MAX_CONTENT_CHARS],
+                    language=pattern.language,
+                )
+
+
+def store_facts(
+    store: MemoryStore, *, api_key_id: str, session_id: str, text: str, source: str
+) -> list[str]:
+    """Extract facts from `text` and upsert them as `api_key_id`'s memories; return their ids."""
+    if not (text and api_key_id and session_id):
+        return []
+    facts = extract_facts(text)
+    if not facts:
+        return []
+    extracted_at = now_iso()
+    ids = []
+    with store.db.write() as conn:
+        for fact in facts:
+            memory, _ = store.create(
+                api_key_id=api_key_id,
+                key=fact.key,
+                content=fact.content,
+                type=fact.type,
+                session_id=session_id,
+                metadata={
+                    "category": fact.category,
+                    "source": source,
+                    "language": fact.language,
+                    "extractedAt": extracted_at,
+                },
+                connection=conn,
+            )
+            ids.append(memory.id)
+    return ids

@@ -1,0 +1,96 @@
+"""The one guard every outbound URL goes through (provider base URLs today).
+
+http(s) only; no credentials, query or fragment in the URL; cloud metadata addresses always
+refused; loopback, private and link-local addresses refused unless local URLs are allowed
+(they are by default, so that local servers such as Ollama work). Host names are resolved and
+every address they resolve to is checked. Callers must not follow redirects.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+METADATA_HOSTS = frozenset(
+    {"metadata.google.internal", "metadata.goog", "metadata", "instance-data"}
+)
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "100.100.100.200", "fd00:ec2::254")
+)
+LINK_LOCAL_V4 = ipaddress.ip_network("169.254.0.0/16")
+SHARED_V4 = ipaddress.ip_network("100.64.0.0/10")
+LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class BlockedURL(ValueError):
+    """The URL may not be used for an outbound request; the message says why."""
+
+
+def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:
+    """Validate an outbound base URL; return it without a trailing slash.
+
+    With `resolve`, the host name is looked up and each address it resolves to is checked;
+    a name that does not resolve is refused. Without it only the URL itself is checked
+    (used when a provider is saved: its host may come up later).
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https"):
+        raise BlockedURL("only http:// and https:// URLs are allowed")
+    if parts.username is not None or parts.password is not None:
+        raise BlockedURL("credentials are not allowed in the URL; use the apiKey field")
+    if parts.query or parts.fragment:
+        raise BlockedURL("a query string or fragment is not allowed in a base URL")
+    try:
+        _ = parts.port
+    except ValueError:
+        raise BlockedURL("the port is not a number between 0 and 65535") from None
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host:
+        raise BlockedURL("the URL has no host")
+    _check_name(host, allow_local)
+    for address in _addresses(host, resolve):
+        _check_address(address, allow_local, host)
+    return url.strip().rstrip("/")
+
+
+def _check_name(host: str, allow_local: bool) -> None:
+    if host in METADATA_HOSTS:
+        raise BlockedURL(f"{host} is a cloud metadata service")
+    if not allow_local and (host == "localhost" or host.endswith(LOCAL_SUFFIXES)):
+        raise BlockedURL(f"{host} is a local name and local URLs are not allowed")
+
+
+def _addresses(host: str, resolve: bool) -> list[Address]:
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    if not resolve:
+        return []
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise BlockedURL(f"{host} does not resolve: {exc}") from None
+    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+def _check_address(address: Address, allow_local: bool, host: str) -> None:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in METADATA_ADDRESSES or (
+        isinstance(address, ipaddress.IPv4Address) and address in LINK_LOCAL_V4
+    ):
+        raise BlockedURL(f"{host} ({address}) is a cloud metadata address")
+    local = (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_unspecified
+        or address.is_reserved
+        or (isinstance(address, ipaddress.IPv4Address) and address in SHARED_V4)
+    )
+    if local and not allow_local:
+        raise BlockedURL(f"{host} ({address}) is a local address and local URLs are not allowed")

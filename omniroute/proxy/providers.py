@@ -1,0 +1,137 @@
+"""The registry of upstream providers, and how a requested model finds its provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+
+from ..clock import now_iso
+from ..db import Database
+from ..tables import providers
+
+DEFAULT_PROVIDER_SETTING = "defaultProvider"
+
+
+@dataclass(frozen=True)
+class Provider:
+    id: str
+    base_url: str
+    api_key: str | None = None
+    models: list[str] = field(default_factory=list)
+    embedding_models: list[dict[str, Any]] = field(default_factory=list)
+    supports_system_role: bool = True
+    created_at: str = ""
+    updated_at: str = ""
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.api_key)
+
+    @property
+    def api_key_masked(self) -> str | None:
+        return f"...{self.api_key[-4:]}" if self.api_key else None
+
+
+class UnknownProvider(LookupError):
+    pass
+
+
+class ProviderStore:
+    def __init__(self, database: Database) -> None:
+        self.db = database
+
+    def list_providers(self) -> list[Provider]:
+        with self.db.read() as conn:
+            rows = conn.execute(select(providers).order_by(providers.c.id)).mappings()
+            return [_from_row(row) for row in rows]
+
+    def get(self, provider_id: str) -> Provider | None:
+        with self.db.read() as conn:
+            row = (
+                conn.execute(select(providers).where(providers.c.id == provider_id))
+                .mappings()
+                .first()
+            )
+        return _from_row(row) if row is not None else None
+
+    def save(self, provider_id: str, fields: Mapping[str, Any]) -> tuple[Provider, bool]:
+        """Create the provider, or change the given fields of it; return it and if created."""
+        now = now_iso()
+        values = _to_columns(fields)
+        with self.db.write() as conn:
+            exists = conn.execute(
+                select(providers.c.id).where(providers.c.id == provider_id)
+            ).first()
+            if exists:
+                conn.execute(
+                    update(providers)
+                    .where(providers.c.id == provider_id)
+                    .values(**values, updated_at=now)
+                )
+            else:
+                conn.execute(
+                    insert(providers).values(
+                        id=provider_id, **values, created_at=now, updated_at=now
+                    )
+                )
+        provider = self.get(provider_id)
+        assert provider is not None
+        return provider, not exists
+
+    def delete(self, provider_id: str) -> bool:
+        with self.db.write() as conn:
+            result = conn.execute(delete(providers).where(providers.c.id == provider_id))
+        return result.rowcount == 1
+
+
+def resolve_model(
+    store: ProviderStore, model: str, default_provider: str | None
+) -> tuple[Provider, str]:
+    """Find the provider of `provider/model`, or of a bare model (the default provider's).
+
+    A model whose prefix is not a provider goes whole to the default provider, so model ids
+    with a slash of their own ("meta-llama/llama-3") work behind a default such as OpenRouter.
+    """
+    provider_id, slash, bare = model.partition("/")
+    if slash and (provider := store.get(provider_id)) is not None and bare:
+        return provider, bare
+    if default_provider:
+        provider = store.get(default_provider)
+        if provider is None:
+            raise UnknownProvider(f"The default provider {default_provider!r} does not exist.")
+        return provider, model
+    if slash:
+        known = ", ".join(p.id for p in store.list_providers()) or "none yet"
+        raise UnknownProvider(f"Unknown provider {provider_id!r} (known: {known}).")
+    raise UnknownProvider(
+        f"Model {model!r} names no provider: use 'provider/model', or set "
+        f"{DEFAULT_PROVIDER_SETTING} with PUT /api/settings/gateway."
+    )
+
+
+def _to_columns(fields: Mapping[str, Any]) -> dict[str, Any]:
+    columns = {}
+    for name, value in fields.items():
+        if name in ("models", "embedding_models"):
+            value = json.dumps(value)
+        elif name == "supports_system_role":
+            value = int(value)
+        columns[name] = value
+    return columns
+
+
+def _from_row(row: Mapping[str, Any]) -> Provider:
+    return Provider(
+        id=row["id"],
+        base_url=row["base_url"],
+        api_key=row["api_key"],
+        models=json.loads(row["models"]),
+        embedding_models=json.loads(row["embedding_models"]),
+        supports_system_role=bool(row["supports_system_role"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )

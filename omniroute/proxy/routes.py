@@ -1,0 +1,148 @@
+"""/v1: the OpenAI-compatible endpoints, authenticated by a gateway key (sk-omr-...)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Response, current_app, g, request, stream_with_context
+from flask.views import MethodView
+from flask_smorest import Blueprint, abort
+
+from ..auth import bearer_token
+from ..services import services
+from .conversation import StreamedReply, reply_text
+from .pipeline import MemoryTurn
+from .providers import DEFAULT_PROVIDER_SETTING, UnknownProvider, resolve_model
+from .upstream import UpstreamFailure, error_body, open_chat_completion
+
+blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
+GATEWAY_SECURITY = [{"gatewayKey": []}]
+INJECTED_HEADER = "x-omniroute-memories"
+
+
+@blp.before_request
+def _authenticate() -> None:
+    request.max_content_length = current_app.config["MAX_CHAT_BODY_BYTES"]
+    token = bearer_token()
+    key = services().keys.authenticate(token) if token else None
+    if key is None:
+        abort(
+            401,
+            message="Invalid or missing API key: send 'Authorization: Bearer sk-omr-...'.",
+            code="invalid_api_key",
+        )
+    g.api_key = key
+
+
+def _bad_field(field: str, message: str):
+    abort(400, message=message, errors={"json": {field: [message]}})
+
+
+def _read_body() -> dict[str, Any]:
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        _bad_field("body", "The body must be a JSON object.")
+    if not isinstance(body.get("model"), str) or not body["model"].strip():
+        _bad_field("model", "model is required: a string such as 'provider/model'.")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        _bad_field("messages", "messages is required: a non-empty list of messages.")
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+        _bad_field("messages", "Every message must be an object with a role.")
+    return body
+
+
+@blp.route("/chat/completions")
+class ChatCompletions(MethodView):
+    @blp.doc(security=GATEWAY_SECURITY)
+    def post(self):
+        """Create a chat completion (OpenAI format), with memory
+
+        The model is `provider/model`, or a bare model of the default provider. With memory
+        enabled, relevant memories of the key are injected and new facts are extracted from
+        the exchange afterwards; `x-omniroute-no-memory: true` turns both off for a request
+        and `x-omniroute-session-id` names the session. Streams as server-sent events when
+        `stream` is true.
+        """
+        svc = services()
+        body = _read_body()
+        default_provider = svc.settings.all().get(DEFAULT_PROVIDER_SETTING)
+        try:
+            provider, model = resolve_model(svc.providers, body["model"], default_provider)
+        except UnknownProvider as exc:
+            _bad_field("model", str(exc))
+        turn = MemoryTurn.begin(svc, request, g.api_key.id, body)
+        forwarded = turn.apply(svc, {**body, "model": model}, provider, model)
+        try:
+            upstream = open_chat_completion(
+                svc.http,
+                provider,
+                forwarded,
+                allow_local=current_app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+            )
+        except UpstreamFailure as exc:
+            abort(exc.status, message=exc.message, code="upstream_unavailable")
+        headers = {INJECTED_HEADER: str(len(turn.injected))}
+        if upstream.status_code >= 400:
+            try:
+                payload = error_body(provider, upstream)
+            finally:
+                upstream.close()
+            return Response(
+                json.dumps(payload), upstream.status_code, headers, mimetype="application/json"
+            )
+        if body.get("stream") is True:
+            return Response(
+                stream_with_context(_relay(upstream, turn)),
+                upstream.status_code,
+                {**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+                mimetype="text/event-stream",
+            )
+        try:
+            raw = upstream.read()
+        finally:
+            upstream.close()
+        if upstream.status_code == 200:
+            try:
+                turn.finish(svc, reply_text(json.loads(raw)))
+            except ValueError:
+                pass
+        content_type = upstream.headers.get("content-type", "application/json")
+        return Response(raw, upstream.status_code, headers, content_type=content_type)
+
+
+def _relay(upstream, turn: MemoryTurn):
+    """Pass the upstream's SSE bytes on as they arrive; extract once the stream is whole."""
+    svc = services()
+    reply = StreamedReply()
+    try:
+        for chunk in upstream.iter_raw():
+            reply.feed(chunk)
+            yield chunk
+    except Exception as exc:  # the client already has a 200: report in-band, then stop
+        message = {"error": {"message": f"The upstream stream broke: {type(exc).__name__}."}}
+        yield f"data: {json.dumps(message)}\n\n".encode()
+        return
+    finally:
+        upstream.close()
+    if upstream.status_code == 200:
+        turn.finish(svc, reply.text)
+
+
+@blp.route("/models")
+class Models(MethodView):
+    @blp.doc(security=GATEWAY_SECURITY)
+    def get(self):
+        """List every provider's models as `provider/model` (OpenAI format)"""
+        models = [
+            {
+                "id": f"{provider.id}/{model}",
+                "object": "model",
+                "created": 0,
+                "owned_by": provider.id,
+            }
+            for provider in services().providers.list_providers()
+            for model in provider.models
+        ]
+        return {"object": "list", "data": models}

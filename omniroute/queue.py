@@ -1,0 +1,109 @@
+"""Background jobs: RQ on Redis when REDIS_URL is set, else a thread pool in this process.
+
+`enqueue` returns at once: handing the job to Redis happens on the pool too, so a slow or
+unreachable Redis never delays a response. When Redis cannot take a job (down, timing out),
+the job runs in this process instead, so an extraction is not lost while Redis is down.
+Either way a failing job is retried 3 times with backoff; on RQ it then stays in RQ's failed
+job registry. Jobs are functions that take ids and plain values, never objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import redis
+from flask import Flask
+from rq import Queue, Retry
+
+log = logging.getLogger(__name__)
+
+RQ_RETRY_INTERVALS = (5, 30, 120)
+LOCAL_RETRY_INTERVALS = (0.5, 2.0, 5.0)
+FAILED_JOB_TTL = 7 * 24 * 3600
+RESULT_TTL = 3600
+
+
+class JobQueue:
+    def __init__(self, app: Flask, connection: redis.Redis | None) -> None:
+        self._app = app
+        self._redis = connection
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="omniroute-job")
+        self._futures: set[Future] = set()
+        self._lock = threading.Lock()
+
+    def enqueue(self, queue_name: str, func: Callable[..., Any], *args: Any) -> str:
+        """Run `func(*args)` in the background, on the named RQ queue when there is Redis."""
+        job_id = uuid.uuid4().hex
+        self._submit(self._dispatch, queue_name, func, args, job_id)
+        return job_id
+
+    def run_local(self, func: Callable[..., Any], *args: Any) -> str:
+        """Run `func(*args)` on this process's pool (small side work: never worth a hop)."""
+        job_id = uuid.uuid4().hex
+        self._submit(self._run_here, func, args, job_id)
+        return job_id
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the jobs submitted so far have been handed on or run."""
+        with self._lock:
+            pending = set(self._futures)
+        wait(pending, timeout=timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def _submit(self, target: Callable[..., None], *args: Any) -> None:
+        future = self._pool.submit(target, *args)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(self._forget)
+
+    def _forget(self, future: Future) -> None:
+        with self._lock:
+            self._futures.discard(future)
+
+    def _dispatch(
+        self, queue_name: str, func: Callable[..., Any], args: tuple, job_id: str
+    ) -> None:
+        if self._redis is not None:
+            try:
+                Queue(queue_name, connection=self._redis).enqueue_call(
+                    func,
+                    args=args,
+                    job_id=job_id,
+                    retry=Retry(max=len(RQ_RETRY_INTERVALS), interval=list(RQ_RETRY_INTERVALS)),
+                    failure_ttl=FAILED_JOB_TTL,
+                    result_ttl=RESULT_TTL,
+                )
+                log.debug("job %s queued on %s", job_id, queue_name)
+                return
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                log.warning("job %s: Redis unavailable (%s); running it in-process", job_id, exc)
+        self._run_here(func, args, job_id)
+
+    def _run_here(self, func: Callable[..., Any], args: tuple, job_id: str) -> None:
+        delays = (*LOCAL_RETRY_INTERVALS, None)
+        for attempt, delay in enumerate(delays, start=1):
+            try:
+                with self._app.app_context():
+                    func(*args)
+                return
+            except Exception:
+                if delay is None:
+                    log.exception("job %s (%s) failed %d times", job_id, func.__name__, attempt)
+                    return
+                log.warning(
+                    "job %s (%s) failed, attempt %d; retrying in %.1f s",
+                    job_id,
+                    func.__name__,
+                    attempt,
+                    delay,
+                    exc_info=True,
+                )
+                time.sleep(delay)

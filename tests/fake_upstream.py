@@ -1,0 +1,120 @@
+"""A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
+
+It answers POST /v1/chat/completions, records every request it receives, and behaves by the
+requested model: `slow` waits `slow_seconds` before answering, `fail-429` and `fail-500`
+answer with those errors (JSON and plain text). With `"stream": true` it sends the reply as
+SSE chunks, one word each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeUpstream:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.reply = "Noted."
+        self.chunk_delay = 0.0
+        self.slow_seconds = 2.0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def last_body(self) -> dict[str, Any]:
+        return self.requests[-1]["body"]
+
+    def start(self) -> FakeUpstream:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def completion(model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    payload = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            upstream.requests.append(
+                {"path": self.path, "headers": dict(self.headers), "body": body}
+            )
+            if self.path != "/v1/chat/completions":
+                return self._send(404, {"error": {"message": "no such route"}})
+            model = body.get("model", "")
+            if model == "slow":
+                time.sleep(upstream.slow_seconds)
+            if model == "fail-429":
+                return self._send(429, {"error": {"message": "Rate limit reached", "type": "rate"}})
+            if model == "fail-500":
+                return self._send(500, b"upstream exploded", "text/plain")
+            if body.get("stream"):
+                return self._stream(model)
+            return self._send(200, completion(model, upstream.reply))
+
+        def _send(self, status: int, payload: Any, content_type: str = "application/json"):
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, model: str) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            words = upstream.reply.split(" ")
+            self.wfile.write(chunk(model, {"role": "assistant", "content": ""}))
+            for index, word in enumerate(words):
+                self.wfile.flush()
+                time.sleep(upstream.chunk_delay)
+                text = word if index == 0 else f" {word}"
+                self.wfile.write(chunk(model, {"content": text}))
+            self.wfile.write(chunk(model, {}, "stop"))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler

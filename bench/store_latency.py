@@ -103,7 +103,7 @@ def main() -> None:
             ),
             "keyword search, 1 word": keyword("kubernetes"),
             "keyword search, question": keyword("where did I go hiking with my dog in tokyo?"),
-            "record access of 10": lambda: store.record_access(ids[:10]),
+            "record access of 10": lambda: store.record_access(dict.fromkeys(ids[:10], 1)),
         }
         print(
             f"memory store, {args.memories:,} memories in each of 2 keys "

@@ -1,4 +1,4 @@
-"""Memory jobs: fact extraction after a chat, access telemetry after an injection."""
+"""Memory jobs: fact extraction after a chat."""
 
 from __future__ import annotations
 
@@ -24,8 +24,3 @@ def extract_facts(api_key_id: str, session_id: str, text: str, source: str) -> i
     job = get_current_job()
     log.info("job %s: %d facts from %s", job.id if job else "in-process", len(ids), source)
     return len(ids)
-
-
-def record_access(memory_ids: list[str]) -> None:
-    """Count one more injection of each memory."""
-    services().memories.record_access(memory_ids)

@@ -88,12 +88,14 @@ def http_error_response(error: HTTPException):
     details = []
     if "errors" in data or "messages" in data:
         details = field_details(data.get("errors") or data.get("messages") or {})
-    if status >= 500:
+    if data.get("message"):  # our own words, given with abort(...)
+        message = data["message"]
+    elif status >= 500:  # an unexpected failure: its details stay in the server log
         message = "Internal server error."
     elif details:
-        message = data.get("message") or _summary(details)
+        message = _summary(details)
     else:
-        message = data.get("message") or error.description or error.name
+        message = error.description or error.name
     payload = error_payload(status, message, details)
     if "code" in data:  # OpenAI's error code, for /v1 clients
         payload["error"]["code"] = data["code"]

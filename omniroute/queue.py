@@ -43,12 +43,6 @@ class JobQueue:
         self._submit(self._dispatch, queue_name, func, args, job_id)
         return job_id
 
-    def run_local(self, func: Callable[..., Any], *args: Any) -> str:
-        """Run `func(*args)` on this process's pool (small side work: never worth a hop)."""
-        job_id = uuid.uuid4().hex
-        self._submit(self._run_here, func, args, job_id)
-        return job_id
-
     def wait(self, timeout: float | None = None) -> None:
         """Block until the jobs submitted so far have been handed on or run."""
         with self._lock:

@@ -10,6 +10,7 @@ from flask import Flask, current_app
 
 from .db import Database
 from .keys import ApiKeyStore
+from .memory.access import AccessRecorder
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
 from .proxy.providers import ProviderStore
@@ -24,6 +25,7 @@ UPSTREAM_CONNECT_SECONDS = 10.0
 class Services:
     db: Database
     memories: MemoryStore
+    access: AccessRecorder
     keys: ApiKeyStore
     settings: SettingsStore
     memory_settings: MemorySettings
@@ -40,9 +42,11 @@ class Services:
         if redis_url:
             # from_url connects lazily: a Redis that is down does not stop the app starting.
             client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=5)
+        memories = MemoryStore(database)
         return cls(
             db=database,
-            memories=MemoryStore(database),
+            memories=memories,
+            access=AccessRecorder(memories),
             keys=ApiKeyStore(database),
             settings=settings,
             memory_settings=MemorySettings(settings),
@@ -59,6 +63,7 @@ class Services:
         )
 
     def close(self) -> None:
+        self.access.flush()
         self.jobs.shutdown()
         self.http.close()
         if self.redis is not None:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
+import openai
 import pysqlite3.dbapi2 as sqlite3
 import pytest
 import sqlite_vec
@@ -11,6 +13,8 @@ from omniroute.config import SETTINGS
 from omniroute.db import Database
 from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
+from tests.fake_upstream import FakeUpstream
+from tests.gateway_server import RunningGateway
 
 ADMIN_TOKEN = "test-admin-token"
 
@@ -92,3 +96,52 @@ def clock() -> FakeClock:
 @pytest.fixture
 def store(database, clock) -> MemoryStore:
     return MemoryStore(database, clock=clock)
+
+
+@pytest.fixture
+def upstream():
+    server = FakeUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gateway_app(tmp_path, upstream):
+    """An app with the fake upstream as provider `fake` (memory off, as by default)."""
+    provider = {"id": "fake", "baseUrl": upstream.base_url, "apiKey": "sk-up-4321", "models": ["m"]}
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "OMNIROUTE_PROVIDERS": [provider],
+        }
+    )
+    yield app
+    app.extensions["omniroute"].close()
+
+
+@pytest.fixture
+def gateway(gateway_app):
+    server = RunningGateway(gateway_app).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sdk(gateway):
+    """An OpenAI client of the gateway for a key's secret (no retries: tests see every error)."""
+
+    def client(secret: str) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=secret, max_retries=0)
+
+    return client
+
+
+def eventually(condition, timeout: float = 10.0):
+    """Wait until `condition()` is truthy (background jobs); return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.02)

@@ -41,6 +41,13 @@ ROUTES = [
     ("DELETE", "/api/keys/some-id"),
     ("GET", "/api/settings/memory"),
     ("PUT", "/api/settings/memory"),
+    ("GET", "/api/settings/gateway"),
+    ("PUT", "/api/settings/gateway"),
+    ("GET", "/api/providers"),
+    ("POST", "/api/providers"),
+    ("GET", "/api/providers/some-id"),
+    ("PUT", "/api/providers/some-id"),
+    ("DELETE", "/api/providers/some-id"),
     ("GET", "/api/no-such-route"),
 ]
 
@@ -230,7 +237,7 @@ def test_list_filters_and_reports_stats(client, admin, make_key, add):
 def test_hit_rate_is_the_share_of_memories_ever_injected(client, admin, svc, add):
     used = add(key="a")
     add(key="b")
-    svc.memories.record_access([used["id"]])
+    svc.memories.record_access({used["id"]: 1})
     assert client.get("/api/memory", headers=admin).json["stats"]["hitRate"] == 0.5
 
 

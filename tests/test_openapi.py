@@ -27,7 +27,7 @@ def test_every_operation_has_a_summary(spec):
 def test_the_spec_covers_every_route_of_the_api(spec, app):
     documented = {(p, m.upper()) for p, m, _ in operations(spec)}
     for rule in app.url_map.iter_rules():
-        if not rule.rule.startswith("/api/"):
+        if not rule.rule.startswith(("/api/", "/v1/")):
             continue
         path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
         for method in rule.methods - {"HEAD", "OPTIONS"}:
@@ -39,6 +39,8 @@ def test_api_operations_require_the_admin_token_and_probes_do_not(spec):
     assert spec["components"]["securitySchemes"]["adminToken"]["scheme"] == "bearer"
     for path in ("/healthz", "/readyz"):
         assert spec["paths"][path]["get"]["security"] == []
+    assert spec["paths"]["/v1/chat/completions"]["post"]["security"] == [{"gatewayKey": []}]
+    assert spec["paths"]["/v1/models"]["get"]["security"] == [{"gatewayKey": []}]
 
 
 def test_errors_are_documented_in_the_one_error_shape(spec):

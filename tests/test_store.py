@@ -76,7 +76,7 @@ def test_the_same_key_of_two_owners_makes_two_memories(store):
 
 def test_an_upsert_keeps_the_access_telemetry(store):
     memory, _ = store.create(api_key_id="alice", key="k", content="v1")
-    store.record_access([memory.id])
+    store.record_access({memory.id: 1})
     again, _ = store.create(api_key_id="alice", key="k", content="v2")
     assert again.access_count == 1 and again.last_accessed_at is not None
 
@@ -181,7 +181,7 @@ def test_the_keyword_index_stays_consistent_through_every_kind_of_write(store, d
     memory, _ = store.create(api_key_id="alice", key="a", content="one two")
     store.create(api_key_id="alice", key="a", content="three")
     store.update(memory.id, key="b", content="four")
-    store.record_access([memory.id])
+    store.record_access({memory.id: 1})
     other, _ = store.create(
         api_key_id="bob", key="x", content="five", expires_at=in_minutes(clock, 1)
     )
@@ -345,13 +345,13 @@ def test_list_counts_cover_every_match_not_only_the_page(populated):
     assert page.tokens_used == expected_tokens
 
 
-def test_record_access_counts_uses(populated, clock):
+def test_record_access_adds_the_counts(populated, clock):
     memory = populated.list_page(MemoryFilter(api_key_id="alice")).data[0]
     populated.get(memory.id)
-    populated.record_access([memory.id, memory.id])
-    populated.record_access([memory.id])
+    populated.record_access({memory.id: 2})
+    populated.record_access({memory.id: 1})
     fresh = populated.get(memory.id)
-    assert fresh.access_count == 2
+    assert fresh.access_count == 3
     assert fresh.last_accessed_at == to_iso(clock())
     assert populated.list_page(MemoryFilter(api_key_id="alice")).accessed == 1
 

@@ -59,7 +59,9 @@ class ProviderFieldsSchema(ma.Schema):
     )
 
     @ma.post_load
-    def _empty_key_is_none(self, data: dict[str, Any], **kwargs) -> dict[str, Any]:
+    def _normalise(self, data: dict[str, Any], **kwargs) -> dict[str, Any]:
+        if "base_url" in data:
+            data["base_url"] = data["base_url"].strip().rstrip("/")
         if "api_key" in data and not data["api_key"]:
             data["api_key"] = None
         return data

@@ -3,7 +3,8 @@
 Rules (REFERENCE section 3, with our fixes): only the last 64 KiB of a text is read; a
 fact's subject must have 3 or more characters and its content is cut to 500; facts are
 found category by category, pattern by pattern, in text order, and a key found twice in one
-text counts once. Keys keep every script's letters (the reference reduced non-ASCII facts
+text counts once; a statement inside a question is not a fact. Keys keep every script's
+letters (the reference reduced non-ASCII facts
 all to "preference:", so they overwrote each other).
 """
 
@@ -27,6 +28,7 @@ SOURCES = ("user_message", "llm_response")
 
 _WHITESPACE = re.compile(r"\s+")
 _NON_WORD = re.compile(r"[\W_]+")
+_SENTENCE_END = re.compile(r"[.!?\n]")
 # Typographic apostrophes (phones type them) read as the ASCII one the patterns expect.
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
@@ -52,6 +54,12 @@ def _visible_length(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def _in_question(text: str, start: int) -> bool:
+    """Whether the sentence that holds `start` ends with "?": "Do I prefer Go?" is no fact."""
+    end = _SENTENCE_END.search(text, start)
+    return end is not None and end[0] == "?"
+
+
 def _clean(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
@@ -73,6 +81,8 @@ def _candidates(text: str) -> Iterator[Fact]:
     for category in CATEGORIES:
         for pattern in (p for p in PATTERNS if p.category == category):
             for match in pattern.regex.finditer(text):
+                if _in_question(text, match.start()):
+                    continue
                 subject = _clean(pattern.subject(match))
                 if _visible_length(subject) < MIN_SUBJECT_CHARS:
                     continue

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
-from .model import Memory
+from .model import MEMORY_COLUMNS, Memory
 from .stopwords import STOP_WORDS
 
 MAX_QUERY_CHARS = 8192
@@ -51,36 +52,38 @@ def keyword_search(
 
     The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows instead
     of ranking every owner's matches; the exact api_key_id test stays as the authority.
-    CROSS JOIN keeps FTS5 as the outer loop (SQLite otherwise scans the owner's rows and runs
-    the MATCH once for each). The score is the negated bm25 rank, so higher is better.
+    The score is the negated bm25 rank, so higher is better.
     """
     words = match_expression(query)
     if words is None:
         return []
     expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
-    session_clause = "AND m.session_id = :session_id" if session_id is not None else ""
-    retention_clause = "AND m.created_at >= :created_after" if created_after is not None else ""
-    rows = connection.execute(
-        text(
-            f"""
-            SELECT m.*, bm25(memory_fts, 1.0, 1.0, 0.0) AS rank
-            FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expression
-              AND m.api_key_id = :api_key_id
-              AND (m.expires_at IS NULL OR m.expires_at > :now)
-              {session_clause}
-              {retention_clause}
-            ORDER BY rank
-            LIMIT :limit
-            """
-        ),
-        {
-            "expression": expression,
-            "api_key_id": api_key_id,
-            "now": now_iso,
-            "session_id": session_id,
-            "created_after": created_after,
-            "limit": limit,
-        },
-    ).mappings()
-    return [(Memory.from_row(row), -row["rank"]) for row in rows]
+    parameters: list[object] = [expression, api_key_id, now_iso]
+    if session_id is not None:
+        parameters.append(session_id)
+    if created_after is not None:
+        parameters.append(created_after)
+    sql = _search_sql(session_id is not None, created_after is not None)
+    rows = connection.exec_driver_sql(sql, (*parameters, limit)).all()
+    return [(Memory.from_values(row), -row[-1]) for row in rows]
+
+
+@cache
+def _search_sql(by_session: bool, by_age: bool) -> str:
+    """The search statement, built once per combination of filters.
+
+    CROSS JOIN keeps FTS5 as the outer loop: SQLite would otherwise scan the owner's rows and
+    run the MATCH once for each (670 ms instead of 5 ms at 10k memories).
+    """
+    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    return f"""
+        SELECT {columns}, bm25(memory_fts, 1.0, 1.0, 0.0) AS rank
+        FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
+        WHERE memory_fts MATCH ?
+          AND m.api_key_id = ?
+          AND (m.expires_at IS NULL OR m.expires_at > ?)
+          {"AND m.session_id = ?" if by_session else ""}
+          {"AND m.created_at >= ?" if by_age else ""}
+        ORDER BY rank
+        LIMIT ?
+    """

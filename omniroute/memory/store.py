@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any
 
 from cachetools import TTLCache
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from ..clock import to_iso, utc_now
@@ -151,18 +162,22 @@ class MemoryStore:
             self._delete_row(conn, existing, self.now())
         return True
 
-    def record_access(self, memory_ids: Iterable[str]) -> None:
-        """Count one more use of each memory (called when memories are injected)."""
-        ids = list(dict.fromkeys(memory_ids))
-        if not ids:
+    def record_access(self, counts: Mapping[str, int]) -> None:
+        """Add each memory's number of injections to its count, and stamp the time."""
+        if not counts:
             return
+        now = self.now()
         with self.db.write() as conn:
             conn.execute(
                 update(memories)
-                .where(memories.c.id.in_(ids))
-                .values(access_count=memories.c.access_count + 1, last_accessed_at=self.now())
+                .where(memories.c.id == bindparam("memory_id"))
+                .values(
+                    access_count=memories.c.access_count + bindparam("uses"),
+                    last_accessed_at=now,
+                ),
+                [{"memory_id": memory_id, "uses": uses} for memory_id, uses in counts.items()],
             )
-        self._forget(*ids)
+        self._forget(*counts)
 
     # -- reads ----------------------------------------------------------------------------
 

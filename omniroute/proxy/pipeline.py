@@ -9,7 +9,7 @@ from typing import Any
 from flask import Request
 
 from jobs import EXTRACTION_QUEUE
-from jobs.memory import extract_facts, record_access
+from jobs.memory import extract_facts
 
 from ..memory.retrieval import RetrievalConfig, retrieve
 from ..services import Services
@@ -57,7 +57,7 @@ class MemoryTurn:
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
-        svc.jobs.run_local(record_access, self.injected)
+        svc.access.record(self.injected)
         return inject(
             body,
             render(memories),

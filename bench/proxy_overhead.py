@@ -1,0 +1,171 @@
+"""Latency the gateway adds: the same fake upstream called directly and through the proxy.
+
+Memory is on and the key has N memories (default 1,000), in one of two corpora:
+- `locomo` (default): real dialogue turns of the LoCoMo development split as memories, asked
+  that split's own questions, so a question matches what such a question matches;
+- `synthetic`: a worst case where every memory shares words with the one question, so the
+  whole budget (about 100 memories) is retrieved and injected into every request.
+Every proxied request authenticates, retrieves, injects and forwards. Direct and proxied
+calls alternate in one run so machine noise hits both alike. Non-streaming: whole response;
+streaming: time to the first byte. Run with `make bench` or
+`python bench/proxy_overhead.py --corpus synthetic --requests 300`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from omniroute import create_app  # noqa: E402
+from tests.fake_upstream import FakeUpstream  # noqa: E402
+from tests.gateway_server import RunningGateway  # noqa: E402
+
+TOPICS = "postgres redis sqlite docker neovim typescript rust coffee berlin hiking".split()
+SYNTHETIC_QUESTION = "Which database did we pick for the analytics project, postgres or sqlite?"
+LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
+DEVELOPMENT = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+
+
+def synthetic_corpus(count: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(11)
+    facts = [
+        f"Fact {n}: the user mentioned {' '.join(rng.choice(TOPICS) for _ in range(6))}."
+        for n in range(count)
+    ]
+    return facts, [SYNTHETIC_QUESTION]
+
+
+def locomo_corpus(count: int) -> tuple[list[str], list[str]]:
+    conversations = [c for c in json.loads(LOCOMO.read_text()) if c["sample_id"] in DEVELOPMENT]
+    turns, questions = [], []
+    for conversation in conversations:
+        for name, session in conversation["conversation"].items():
+            if name.startswith("session_") and isinstance(session, list):
+                turns += [f"{turn['speaker']}: {turn['text']}" for turn in session]
+        questions += [qa["question"] for qa in conversation["qa"] if qa["category"] in (1, 2, 3, 4)]
+    return turns[:count], questions
+
+
+def seed_memories(svc, api_key_id: str, facts: list[str]) -> None:
+    with svc.db.write() as conn:
+        for number, content in enumerate(facts):
+            svc.memories.create(
+                api_key_id=api_key_id, key=f"fact:{number}", content=content, connection=conn
+            )
+
+
+def timed(client: httpx.Client, url: str, body: dict, headers: dict, stream: bool) -> float:
+    started = time.perf_counter()
+    with client.stream("POST", url, json=body, headers=headers) as response:
+        if stream:
+            chunks = response.iter_raw()
+            next(chunks)
+            elapsed = time.perf_counter() - started
+            for _ in chunks:  # drain the rest of the stream
+                pass
+        else:
+            response.read()
+            elapsed = time.perf_counter() - started
+        assert response.status_code == 200, response.status_code
+    return elapsed * 1000
+
+
+def request_body(questions: list[str], number: int, stream: bool) -> dict:
+    question = questions[number % len(questions)]
+    return {"model": "m", "messages": [{"role": "user", "content": question}], "stream": stream}
+
+
+def count_injected(body: dict) -> int:
+    first = body["messages"][0]
+    return first["content"].count("\n- ") if first["role"] == "system" else 0
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * share) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--corpus", choices=("locomo", "synthetic"), default="locomo")
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--no-memory", action="store_true", help="the proxy's own cost alone")
+    args = parser.parse_args()
+
+    upstream = FakeUpstream().start()
+    with tempfile.TemporaryDirectory() as folder:
+        app = create_app(
+            {
+                "DATA_DIR": folder,
+                "OMNIROUTE_ADMIN_TOKEN": "bench",
+                "LOG_LEVEL": "WARNING",
+                "OMNIROUTE_PROVIDERS": [
+                    {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
+                ],
+            }
+        )
+        svc = app.extensions["omniroute"]
+        svc.memory_settings.update({"enabled": not args.no_memory, "strategy": "hybrid"})
+        key, secret = svc.keys.create("bench")
+        facts, questions = (locomo_corpus if args.corpus == "locomo" else synthetic_corpus)(
+            args.memories
+        )
+        seed_memories(svc, key.id, facts)
+        gateway = RunningGateway(app).start()
+
+        direct = (f"{upstream.base_url}/chat/completions", {})
+        proxied = (f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {secret}"})
+        print(
+            f"proxy overhead: {len(facts):,} memories ({args.corpus}) for the key, "
+            f"memory {'off' if args.no_memory else 'on'}, "
+            f"{args.requests} requests per case, fake upstream on loopback"
+        )
+        print(
+            f"{'case':<34} {'direct ms':>10} {'gateway ms':>11} {'added ms':>9} {'p95 added':>10}"
+        )
+        with httpx.Client(timeout=30) as client:
+            injected = []
+            for stream in (False, True):
+                for number in range(20):  # warm up connections and caches
+                    body = request_body(questions, number, stream)
+                    timed(client, direct[0], body, direct[1], stream)
+                    timed(client, proxied[0], {**body, "model": "fake/m"}, proxied[1], stream)
+                plain, through, added = [], [], []
+                for number in range(args.requests):
+                    body = request_body(questions, number, stream)
+                    a = timed(client, direct[0], body, direct[1], stream)
+                    b = timed(client, proxied[0], {**body, "model": "fake/m"}, proxied[1], stream)
+                    injected.append(count_injected(upstream.last_body))
+                    plain.append(a)
+                    through.append(b)
+                    added.append(b - a)
+                name = (
+                    "streaming, time to first byte" if stream else "non-streaming, whole response"
+                )
+                print(
+                    f"{name:<34} {statistics.median(plain):>10.2f} "
+                    f"{statistics.median(through):>11.2f} {statistics.median(added):>9.2f} "
+                    f"{percentile(added, 0.95):>10.2f}"
+                )
+        print(
+            f"memories injected per proxied request: median {statistics.median(injected):.0f}, "
+            f"max {max(injected)}"
+        )
+        gateway.stop()
+        svc.close()
+    upstream.stop()
+
+
+if __name__ == "__main__":
+    main()

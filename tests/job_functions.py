@@ -1,0 +1,14 @@
+"""Job functions for the queue tests; module-level so that an RQ worker can import them."""
+
+CALLS: list[str] = []
+
+
+def always_fails(label: str) -> None:
+    CALLS.append(label)
+    raise RuntimeError(f"job {label} fails on purpose")
+
+
+def fails_twice(label: str) -> None:
+    CALLS.append(label)
+    if CALLS.count(label) <= 2:
+        raise RuntimeError("not yet")

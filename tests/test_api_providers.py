@@ -1,0 +1,133 @@
+import pytest
+
+from omniroute import create_app
+from omniroute.config import ConfigError
+from tests.conftest import ADMIN_TOKEN
+
+PROVIDER = {
+    "id": "openai",
+    "baseUrl": "https://api.openai.com/v1/",
+    "apiKey": "sk-upstream-secret-9876",
+    "models": ["gpt-4o", "gpt-4o-mini"],
+    "embeddingModels": [{"id": "text-embedding-3-small", "dimensions": 1536}],
+}
+
+
+def fields(response) -> list[str]:
+    return [detail["field"] for detail in response.json["error"]["details"]]
+
+
+def test_create_list_get_never_show_the_key(client, admin):
+    response = client.post("/api/providers", json=PROVIDER, headers=admin)
+    assert response.status_code == 201
+    provider = response.json["provider"]
+    assert provider["baseUrl"] == "https://api.openai.com/v1"
+    assert (provider["hasKey"], provider["apiKeyMasked"]) == (True, "...9876")
+    assert provider["supportsSystemRole"] is True
+    assert provider["embeddingModels"] == PROVIDER["embeddingModels"]
+    for response in (
+        client.get("/api/providers", headers=admin),
+        client.get("/api/providers/openai", headers=admin),
+    ):
+        assert "sk-upstream-secret" not in response.get_data(as_text=True)
+        assert "apiKey" not in str(response.json).replace("apiKeyMasked", "")
+
+
+def test_put_changes_fields_and_an_empty_key_removes_it(client, admin):
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    response = client.put(
+        "/api/providers/openai",
+        json={"supportsSystemRole": False, "apiKey": "", "models": ["o1"]},
+        headers=admin,
+    )
+    assert response.status_code == 200
+    provider = response.json["provider"]
+    assert (provider["supportsSystemRole"], provider["hasKey"], provider["models"]) == (
+        False,
+        False,
+        ["o1"],
+    )
+    assert provider["baseUrl"] == "https://api.openai.com/v1"
+
+
+def test_delete_and_404s(client, admin):
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    assert client.delete("/api/providers/openai", headers=admin).json == {"success": True}
+    assert client.get("/api/providers/openai", headers=admin).status_code == 404
+    assert client.delete("/api/providers/openai", headers=admin).status_code == 404
+    assert client.put("/api/providers/x", json={"models": []}, headers=admin).status_code == 404
+
+
+def test_a_second_provider_with_the_same_id_is_a_conflict(client, admin):
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    assert client.post("/api/providers", json=PROVIDER, headers=admin).status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"id": "Open/AI"}, "id"),
+        ({"id": ""}, "id"),
+        ({"baseUrl": "ftp://example.com"}, "baseUrl"),
+        ({"baseUrl": "http://169.254.169.254/v1"}, "baseUrl"),
+        ({"baseUrl": "https://u:p@example.com"}, "baseUrl"),
+        ({"baseUrl": "https://example.com/v1?x=1"}, "baseUrl"),
+        ({"models": "gpt-4o"}, "models"),
+        ({"embeddingModels": [{"id": "e"}]}, "embeddingModels.0.dimensions"),
+        ({"supportsSystemRole": "no"}, "supportsSystemRole"),
+        ({"secret": 1}, "secret"),
+    ],
+)
+def test_bad_providers_are_refused_naming_the_field(client, admin, change, field):
+    response = client.post("/api/providers", json={**PROVIDER, **change}, headers=admin)
+    assert response.status_code == 422
+    assert field in fields(response)
+
+
+def test_local_urls_can_be_refused(tmp_path):
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS": False,
+        }
+    )
+    response = app.test_client().post(
+        "/api/providers",
+        json={"id": "ollama", "baseUrl": "http://127.0.0.1:11434/v1"},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    )
+    assert response.status_code == 422
+    assert "baseUrl" in fields(response)
+
+
+def test_providers_are_seeded_from_the_environment_setting(tmp_path):
+    config = {"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN}
+    app = create_app({**config, "OMNIROUTE_PROVIDERS": [PROVIDER]})
+    assert app.extensions["omniroute"].providers.get("openai").models == PROVIDER["models"]
+    changed = {**PROVIDER, "models": ["gpt-5"]}
+    again = create_app({**config, "OMNIROUTE_PROVIDERS": [changed]})
+    assert again.extensions["omniroute"].providers.get("openai").models == ["gpt-5"]
+
+
+def test_an_invalid_seeded_provider_stops_the_start_naming_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"OMNIROUTE_PROVIDERS\[0\].*baseUrl"):
+        create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "OMNIROUTE_PROVIDERS": [{"id": "x", "baseUrl": "file:///etc"}],
+            }
+        )
+
+
+def test_the_default_provider_must_exist(client, admin):
+    response = client.put("/api/settings/gateway", json={"defaultProvider": "nope"}, headers=admin)
+    assert response.status_code == 422 and fields(response) == ["defaultProvider"]
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    response = client.put(
+        "/api/settings/gateway", json={"defaultProvider": "openai"}, headers=admin
+    )
+    assert response.json == {"defaultProvider": "openai"}
+    cleared = client.put("/api/settings/gateway", json={"defaultProvider": None}, headers=admin)
+    assert cleared.json == {"defaultProvider": None}

@@ -1,0 +1,179 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from omniroute.memory.extraction import (
+    MAX_CONTENT_CHARS,
+    MAX_TEXT_CHARS,
+    extract_facts,
+    slug,
+    store_facts,
+)
+from omniroute.memory.model import MemoryFilter
+
+
+def summary(text: str) -> list[tuple[str, str, str]]:
+    return [(fact.category, fact.type, fact.key) for fact in extract_facts(text)]
+
+
+def test_the_reference_english_example_gives_the_reference_keys():
+    text = (
+        "I prefer TypeScript. I'll use Postgres for this project. "
+        "I always commit before pushing. I don't like Python."
+    )
+    assert summary(text) == [
+        ("preference", "factual", "preference:typescript"),
+        ("preference", "factual", "preference:python"),
+        ("decision", "episodic", "decision:postgres_for_this_project"),
+        ("pattern", "factual", "pattern:commit_before_pushing"),
+    ]
+
+
+def test_the_dutch_seed_example_gives_the_four_memories_of_its_table():
+    text = (
+        "Ik geef de voorkeur aan TypeScript. Ik gebruik Postgres voor dit project. "
+        "Ik commit altijd voordat ik push. Ik vind Python niet leuk."
+    )
+    facts = extract_facts(text)
+    assert [(f.category, f.type) for f in facts] == [
+        ("preference", "factual"),
+        ("preference", "factual"),
+        ("decision", "episodic"),
+        ("pattern", "factual"),
+    ]
+    assert [f.key for f in facts] == [
+        "preference:typescript",
+        "preference:python",
+        "decision:postgres_voor_dit_project",
+        "pattern:commit_voordat_ik_push",
+    ]
+    assert {f.language for f in facts} == {"nl"}
+
+
+def test_the_german_seed_example_gives_the_four_memories_of_its_table():
+    text = (
+        "Ich bevorzuge TypeScript. Ich werde Postgres für dieses Projekt verwenden. "
+        "Ich committe immer vor dem Pushen. Ich mag Python nicht."
+    )
+    facts = extract_facts(text)
+    assert [(f.category, f.type) for f in facts] == [
+        ("preference", "factual"),
+        ("preference", "factual"),
+        ("decision", "episodic"),
+        ("pattern", "factual"),
+    ]
+    assert [f.key for f in facts] == [
+        "preference:typescript",
+        "preference:python",
+        "decision:postgres_für_dieses_projekt",
+        "pattern:committe_vor_dem_pushen",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("I don't like Python.", "I don't like Python"),
+        ("I do not like Java, honestly.", "I do not like Java"),
+        ("Ik vind Python niet leuk.", "Ik vind Python niet leuk"),
+        ("Ich mag Python nicht.", "Ich mag Python nicht"),
+        ("Ich mag keine Tomaten.", "Ich mag keine Tomaten"),
+        ("I never push to main.", "I never push to main"),
+    ],
+)
+def test_a_dislike_or_never_stays_in_the_content(text, content):
+    assert [fact.content for fact in extract_facts(text)] == [content]
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("Ik haat vergaderingen.", "preference:vergaderingen"),
+        ("Ik heb besloten om Rust te leren.", "decision:rust_te_leren"),
+        ("Ik koos voor Django.", "decision:django"),
+        ("Ik doe meestal code reviews op vrijdag.", "pattern:code_reviews_op_vrijdag"),
+        ("Ik doe nooit deploys op vrijdag.", "pattern:deploys_op_vrijdag"),
+        ("Ich mag Kaffee.", "preference:kaffee"),
+        ("Ich hasse Meetings.", "preference:meetings"),
+        ("Ich habe mich für Vue entschieden.", "decision:vue"),
+        ("Ich mache normalerweise Tests zuerst.", "pattern:tests_zuerst"),
+        ("Ich mache nie Überstunden.", "pattern:überstunden"),
+        ("I will use Redis.", "decision:redis"),
+        ("I’ll use SQLite here.", "decision:sqlite_here"),
+    ],
+)
+def test_the_patterns_of_the_seed_tables(text, key):
+    assert [fact.key for fact in extract_facts(text)] == [key]
+
+
+def test_non_ascii_facts_keep_distinct_keys():
+    keys = [fact.key for fact in extract_facts("I like 寿司. I like 天ぷら. I love Käse.")]
+    assert keys == ["preference:寿司", "preference:天ぷら", "preference:käse"]
+
+
+@pytest.mark.parametrize(
+    "text", ["Do I prefer TypeScript?", "Should I use Redis here?", "Mag ich Kaffee?"]
+)
+def test_questions_are_not_facts(text):
+    assert extract_facts(text) == []
+
+
+def test_a_statement_next_to_a_question_is_still_a_fact():
+    assert [f.key for f in extract_facts("Why? I prefer tabs. Do you?")] == ["preference:tabs"]
+
+
+def test_keys_are_deduplicated_across_categories_and_counted_once():
+    facts = extract_facts("I prefer tea. I really prefer tea. I like tea.")
+    assert [fact.key for fact in facts] == ["preference:tea"]
+
+
+def test_short_subjects_are_skipped_and_long_content_is_cut():
+    assert extract_facts("I like it. I will use X.") == []
+    long_text = "I prefer " + "very " * 200 + "long things"
+    (fact,) = extract_facts(long_text)
+    assert len(fact.content) == MAX_CONTENT_CHARS
+
+
+def test_only_the_last_64_kib_is_read():
+    text = "I prefer Emacs. " + "x" * MAX_TEXT_CHARS + " I prefer Vim."
+    assert [fact.key for fact in extract_facts(text)] == ["preference:vim"]
+
+
+def test_slugs_follow_the_reference_for_ascii_and_never_come_out_empty():
+    assert slug("Postgres for this project") == "postgres_for_this_project"
+    assert slug("a" * 60) == "a" * 40
+    assert slug("Hello, World!!") == "hello_world"
+    assert slug("!!!") != ""
+
+
+@given(st.text(max_size=2000))
+def test_extraction_never_raises_and_keys_are_unique(text):
+    facts = extract_facts(text)
+    assert len({fact.key for fact in facts}) == len(facts)
+    for fact in facts:
+        assert fact.key.split(":", 1)[1]
+        assert 0 < len(fact.content) <= MAX_CONTENT_CHARS
+
+
+def test_store_facts_upserts_memories_with_their_source(store):
+    ids = store_facts(
+        store, api_key_id="alice", session_id="s1", text="I prefer tea.", source="user_message"
+    )
+    store_facts(
+        store, api_key_id="alice", session_id="s2", text="I prefer coffee.", source="llm_response"
+    )
+    memories = store.find(MemoryFilter(api_key_id="alice"))
+    assert [(m.key, m.content, m.type, m.session_id) for m in memories] == [
+        ("preference:tea", "I prefer tea", "factual", "s1"),
+        ("preference:coffee", "I prefer coffee", "factual", "s2"),
+    ][::-1]
+    assert memories[1].id == ids[0]
+    assert memories[0].metadata["source"] == "llm_response"
+    assert memories[1].metadata["category"] == "preference"
+
+
+@pytest.mark.parametrize("missing", [{"api_key_id": ""}, {"session_id": ""}, {"text": ""}])
+def test_store_facts_does_nothing_without_owner_session_or_text(store, missing):
+    arguments = {"api_key_id": "a", "session_id": "s", "text": "I prefer tea.", **missing}
+    assert store_facts(store, source="user_message", **arguments) == []
+    assert store.find(MemoryFilter()) == []

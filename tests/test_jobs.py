@@ -1,0 +1,147 @@
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+from rq import Queue
+from rq.registry import FailedJobRegistry
+
+from jobs import EXTRACTION_QUEUE
+from omniroute import create_app, queue
+from omniroute.memory.model import MemoryFilter
+from tests import job_functions
+from tests.conftest import ADMIN_TOKEN, eventually
+from tests.test_processes import environment
+
+ROOT = Path(__file__).resolve().parent.parent
+REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
+TEXT = "I prefer TypeScript. I always commit before pushing."
+
+
+@pytest.fixture
+def redis_db():
+    connection = redis.Redis.from_url(REDIS_TEST_URL)
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+    connection.close()
+
+
+@pytest.fixture
+def make_app(tmp_path, upstream):
+    apps = []
+
+    def make(**config):
+        provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
+        app = create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "OMNIROUTE_PROVIDERS": [provider],
+                **config,
+            }
+        )
+        app.extensions["omniroute"].memory_settings.update({"enabled": True})
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.extensions["omniroute"].close()
+
+
+def chat(app, text: str) -> str:
+    """One chat through the gateway as a new key; return the key's id."""
+    svc = app.extensions["omniroute"]
+    key, secret = svc.keys.create("jobs")
+    response = app.test_client().post(
+        "/v1/chat/completions",
+        json={"model": "fake/m", "messages": [{"role": "user", "content": text}]},
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert response.status_code == 200, response.json
+    return key.id
+
+
+def keys_of(app, api_key_id: str) -> list[str]:
+    found = app.extensions["omniroute"].memories.find(MemoryFilter(api_key_id=api_key_id))
+    return sorted(memory.key for memory in found)
+
+
+def run_worker(data_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "worker", "--burst"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(data_dir), REDIS_URL=REDIS_TEST_URL),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_with_redis_extraction_runs_in_a_real_rq_worker(make_app, redis_db, tmp_path):
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    api_key_id = chat(app, TEXT)
+    app.extensions["omniroute"].jobs.wait(10)
+    extraction = Queue(EXTRACTION_QUEUE, connection=redis_db)
+    assert extraction.count == 2, "one job for the message, one for the reply"
+    assert keys_of(app, api_key_id) == [], "nothing runs in the web process"
+
+    result = run_worker(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert keys_of(app, api_key_id) == ["pattern:commit_before_pushing", "preference:typescript"]
+    assert extraction.count == 0
+
+
+def test_without_redis_extraction_runs_in_process(make_app):
+    app = make_app()
+    api_key_id = chat(app, TEXT)
+    found = eventually(lambda: keys_of(app, api_key_id))
+    assert found == ["pattern:commit_before_pushing", "preference:typescript"]
+
+
+def test_when_redis_is_down_the_proxy_answers_and_extraction_is_not_lost(make_app, caplog):
+    app = make_app(REDIS_URL="redis://127.0.0.1:1/0")
+    with caplog.at_level(logging.WARNING):
+        api_key_id = chat(app, TEXT)
+        found = eventually(lambda: keys_of(app, api_key_id))
+    assert found == ["pattern:commit_before_pushing", "preference:typescript"]
+    assert "Redis unavailable" in caplog.text
+
+
+def test_a_failing_rq_job_is_retried_three_times_then_kept_as_failed(
+    make_app, redis_db, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(queue, "RQ_RETRY_INTERVALS", (0, 0, 0))
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    jobs = app.extensions["omniroute"].jobs
+    job_id = jobs.enqueue("default", job_functions.always_fails, "rq")
+    jobs.wait(10)
+    result = run_worker(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("fails on purpose") >= 4, "the first run and three retries"
+    failed = FailedJobRegistry("default", connection=redis_db)
+    assert failed.get_job_ids() == [job_id]
+
+
+@pytest.fixture
+def local_jobs(make_app, monkeypatch):
+    monkeypatch.setattr(queue, "LOCAL_RETRY_INTERVALS", (0, 0, 0))
+    job_functions.CALLS.clear()
+    return make_app().extensions["omniroute"].jobs
+
+
+def test_an_in_process_job_is_retried_until_it_succeeds(local_jobs):
+    local_jobs.enqueue("default", job_functions.fails_twice, "local")
+    local_jobs.wait(10)
+    assert job_functions.CALLS == ["local"] * 3
+
+
+def test_an_in_process_job_that_keeps_failing_is_logged_with_its_id(local_jobs, caplog):
+    with caplog.at_level(logging.WARNING):
+        job_id = local_jobs.enqueue("default", job_functions.always_fails, "doomed")
+        local_jobs.wait(10)
+    assert job_functions.CALLS == ["doomed"] * 4
+    assert f"job {job_id} (always_fails) failed 4 times" in caplog.text

@@ -26,6 +26,9 @@ services:
 
 bench: install
 	$(BIN)/python bench/store_latency.py
+	$(BIN)/python bench/proxy_overhead.py --corpus locomo
+	$(BIN)/python bench/proxy_overhead.py --corpus synthetic
+	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory
 
 lint: install
 	$(BIN)/ruff check .

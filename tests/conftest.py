@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import openai
 import pysqlite3.dbapi2 as sqlite3
 import pytest
+import redis
 import sqlite_vec
 
 from omniroute import create_app, migrate
@@ -17,6 +18,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.gateway_server import RunningGateway
 
 ADMIN_TOKEN = "test-admin-token"
+# The Redis database the job tests own: flushed before and after each of them.
+REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 
 
 def pytest_report_header(config):
@@ -96,6 +99,15 @@ def clock() -> FakeClock:
 @pytest.fixture
 def store(database, clock) -> MemoryStore:
     return MemoryStore(database, clock=clock)
+
+
+@pytest.fixture
+def redis_db():
+    connection = redis.Redis.from_url(REDIS_TEST_URL)
+    connection.flushdb()
+    yield connection
+    connection.flushdb()
+    connection.close()
 
 
 @pytest.fixture

@@ -29,44 +29,38 @@ def test_the_reference_english_example_gives_the_reference_keys():
     ]
 
 
-def test_the_dutch_seed_example_gives_the_four_memories_of_its_table():
-    text = (
-        "Ik geef de voorkeur aan TypeScript. Ik gebruik Postgres voor dit project. "
-        "Ik commit altijd voordat ik push. Ik vind Python niet leuk."
-    )
+SEED_TYPES = [
+    ("preference", "factual"),
+    ("preference", "factual"),
+    ("decision", "episodic"),
+    ("pattern", "factual"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        (
+            "Ik geef de voorkeur aan TypeScript. Ik gebruik Postgres voor dit project. "
+            "Ik commit altijd voordat ik push. Ik vind Python niet leuk.",
+            ["postgres_voor_dit_project", "commit_voordat_ik_push"],
+        ),
+        (
+            "Ich bevorzuge TypeScript. Ich werde Postgres für dieses Projekt verwenden. "
+            "Ich committe immer vor dem Pushen. Ich mag Python nicht.",
+            ["postgres_für_dieses_projekt", "committe_vor_dem_pushen"],
+        ),
+    ],
+    ids=["dutch", "german"],
+)
+def test_each_seed_example_gives_the_four_memories_of_its_table(text, keys):
     facts = extract_facts(text)
-    assert [(f.category, f.type) for f in facts] == [
-        ("preference", "factual"),
-        ("preference", "factual"),
-        ("decision", "episodic"),
-        ("pattern", "factual"),
-    ]
+    assert [(f.category, f.type) for f in facts] == SEED_TYPES
     assert [f.key for f in facts] == [
         "preference:typescript",
         "preference:python",
-        "decision:postgres_voor_dit_project",
-        "pattern:commit_voordat_ik_push",
-    ]
-    assert {f.language for f in facts} == {"nl"}
-
-
-def test_the_german_seed_example_gives_the_four_memories_of_its_table():
-    text = (
-        "Ich bevorzuge TypeScript. Ich werde Postgres für dieses Projekt verwenden. "
-        "Ich committe immer vor dem Pushen. Ich mag Python nicht."
-    )
-    facts = extract_facts(text)
-    assert [(f.category, f.type) for f in facts] == [
-        ("preference", "factual"),
-        ("preference", "factual"),
-        ("decision", "episodic"),
-        ("pattern", "factual"),
-    ]
-    assert [f.key for f in facts] == [
-        "preference:typescript",
-        "preference:python",
-        "decision:postgres_für_dieses_projekt",
-        "pattern:committe_vor_dem_pushen",
+        f"decision:{keys[0]}",
+        f"pattern:{keys[1]}",
     ]
 
 

@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import redis
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
@@ -12,21 +11,11 @@ from jobs import EXTRACTION_QUEUE
 from omniroute import create_app, queue
 from omniroute.memory.model import MemoryFilter
 from tests import job_functions
-from tests.conftest import ADMIN_TOKEN, eventually
+from tests.conftest import ADMIN_TOKEN, REDIS_TEST_URL, eventually
 from tests.test_processes import environment
 
 ROOT = Path(__file__).resolve().parent.parent
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
 TEXT = "I prefer TypeScript. I always commit before pushing."
-
-
-@pytest.fixture
-def redis_db():
-    connection = redis.Redis.from_url(REDIS_TEST_URL)
-    connection.flushdb()
-    yield connection
-    connection.flushdb()
-    connection.close()
 
 
 @pytest.fixture

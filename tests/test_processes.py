@@ -13,12 +13,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import redis
 
 from omniroute.config import SETTINGS
+from tests.conftest import REDIS_TEST_URL
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER_REDIS_URL = "redis://127.0.0.1:6379/15"
 
 
 def environment(**overrides: str) -> dict[str, str]:
@@ -125,17 +124,8 @@ def test_db_upgrade_migrates_a_fresh_database(tmp_path):
     assert "applied migration 0001_memories" in result.stderr
 
 
-@pytest.fixture
-def worker_redis():
-    connection = redis.Redis.from_url(WORKER_REDIS_URL)
-    connection.flushdb()
-    yield connection
-    connection.flushdb()
-    connection.close()
-
-
-def test_the_worker_serves_the_queues_of_a_real_redis(tmp_path, worker_redis):
-    result = run_flask("worker", "--burst", DATA_DIR=str(tmp_path), REDIS_URL=WORKER_REDIS_URL)
+def test_the_worker_serves_the_queues_of_a_real_redis(tmp_path, redis_db):
+    result = run_flask("worker", "--burst", DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL)
     assert result.returncode == 0, result.stderr
     assert "default" in result.stderr  # RQ logs the queues it listens on
 

@@ -193,14 +193,43 @@ def test_the_no_memory_header_turns_memory_off_for_a_request(client, upstream, s
     assert [m.key for m in memories_of(svc, key[0].id)] == ["a"]
 
 
-def test_providers_without_a_system_role_get_a_user_message(client, upstream, svc, key, memory_on):
-    svc.providers.save("glm", {"base_url": upstream.base_url})
+@pytest.mark.parametrize(
+    ("provider_id", "fields", "model"),
+    [
+        ("glm", {}, "glm-4"),
+        ("qianfan", {}, "ernie"),
+        ("openai", {}, "o1-mini"),
+        ("local", {"supports_system_role": False}, "llama"),
+    ],
+)
+def test_providers_without_a_system_role_get_a_user_message(
+    client, upstream, svc, key, memory_on, provider_id, fields, model
+):
+    svc.providers.save(provider_id, {"base_url": upstream.base_url, **fields})
     svc.memories.create(api_key_id=key[0].id, key="a", content="I prefer TypeScript")
     client.chat.completions.create(
-        model="glm/glm-4", messages=[{"role": "user", "content": "TypeScript?"}]
+        model=f"{provider_id}/{model}", messages=[{"role": "user", "content": "TypeScript?"}]
     )
     assert upstream.last_body["messages"][0]["role"] == "user"
     assert upstream.last_body["messages"][0]["content"].startswith(HEADER)
+    assert upstream.last_body["messages"][1] == {"role": "user", "content": "TypeScript?"}
+
+
+def test_xiaomi_mimo_gets_memory_merged_into_its_system_message(
+    client, upstream, svc, key, memory_on
+):
+    svc.providers.save("xiaomi-mimo", {"base_url": upstream.base_url})
+    svc.memories.create(api_key_id=key[0].id, key="a", content="I prefer TypeScript")
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "TypeScript?"},
+    ]
+    client.chat.completions.create(model="xiaomi-mimo/mimo-7b", messages=messages)
+    sent = upstream.last_body["messages"]
+    assert len(sent) == 2 and sent[1] == messages[1]
+    assert sent[0]["role"] == "system"
+    assert sent[0]["content"].startswith(HEADER)
+    assert sent[0]["content"].endswith("\n\nBe brief.")
 
 
 def test_cache_control_puts_memory_just_before_the_last_user_message(

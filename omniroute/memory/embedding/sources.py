@@ -1,0 +1,119 @@
+"""Which embedding source serves now (REFERENCE section 6), with each model loaded once.
+
+auto: `remote` when embeddingProviderModel names a provider with a key that lists that
+embedding model, else `static` when staticEnabled, else `transformers` when
+transformersEnabled, else none (keyword search only). An explicit source is used only when
+it is available; otherwise there is none, and the reason says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ...proxy.providers import ProviderStore
+from .base import Embedder
+from .cache import CachedEmbedder
+from .remote import RemoteEmbedder
+from .static_model import StaticEmbedder, default_static_path, is_static_model
+from .transformers_model import TransformersEmbedder
+
+SOURCE_ORDER = {
+    "auto": ("remote", "static", "transformers"),
+    "remote": ("remote",),
+    "static": ("static",),
+    "transformers": ("transformers",),
+}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    embedder: CachedEmbedder | None
+    reason: str | None = None
+
+
+class EmbeddingSources:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        providers: ProviderStore,
+        http: httpx.Client,
+        on_static_missing: Callable[[], None] | None = None,
+    ) -> None:
+        self._config = config
+        self._providers = providers
+        self._http = http
+        self._on_static_missing = on_static_missing
+        self._instances: dict[tuple, CachedEmbedder] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, settings: Mapping[str, Any]) -> Resolution:
+        reasons = []
+        for source in SOURCE_ORDER[settings["embeddingSource"]]:
+            embedder, reason = getattr(self, f"_{source}")(settings)
+            if embedder is not None:
+                return Resolution(embedder)
+            reasons.append(f"{source}: {reason}")
+        return Resolution(None, "; ".join(reasons))
+
+    def static_path(self) -> Path:
+        configured = self._config.get("MEMORY_STATIC_MODEL")
+        return Path(configured) if configured else default_static_path(self._config["DATA_DIR"])
+
+    def _cached(self, key: tuple, build: Callable[[], Embedder]) -> CachedEmbedder:
+        with self._lock:
+            if key not in self._instances:
+                self._instances[key] = CachedEmbedder(
+                    build(),
+                    self._config["MEMORY_EMBEDDING_CACHE_MAX"],
+                    self._config["MEMORY_EMBEDDING_CACHE_TTL_MS"] / 1000,
+                )
+            return self._instances[key]
+
+    def _remote(self, settings):
+        model = settings["embeddingProviderModel"]
+        if not model:
+            return None, "no embeddingProviderModel is set"
+        provider_id, _, bare = model.partition("/")
+        provider = self._providers.get(provider_id)
+        if provider is None or not bare:
+            return None, f"no provider for {model!r}"
+        if not provider.has_key:
+            return None, f"provider {provider_id} has no API key"
+        known = {m["id"]: m["dimensions"] for m in provider.embedding_models}
+        if bare not in known:
+            return None, f"provider {provider_id} lists no embedding model {bare!r}"
+        key = ("remote", model, known[bare], provider.base_url, provider.api_key)
+        return self._cached(
+            key,
+            lambda: RemoteEmbedder(
+                self._http,
+                provider,
+                bare,
+                known[bare],
+                allow_local=self._config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+                timeout=self._config["MEMORY_EMBEDDING_TIMEOUT_SECONDS"],
+            ),
+        ), None
+
+    def _static(self, settings):
+        if not settings["staticEnabled"]:
+            return None, "staticEnabled is false"
+        path = self.static_path()
+        if not is_static_model(path):
+            if self._on_static_missing is not None and not self._config.get("MEMORY_STATIC_MODEL"):
+                self._on_static_missing()
+                return None, f"the static model is being built into {path}"
+            return None, f"no model2vec model at {path}"
+        return self._cached(("static", str(path)), lambda: StaticEmbedder(path)), None
+
+    def _transformers(self, settings):
+        if not settings["transformersEnabled"]:
+            return None, "transformersEnabled is false"
+        path = self._config.get("MEMORY_TRANSFORMERS_MODEL")
+        return self._cached(("transformers", path), lambda: TransformersEmbedder(path)), None

@@ -1,0 +1,189 @@
+"""Embedding sources with the real packaged models, the cache, and the remote source."""
+
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from omniroute.config import load_settings
+from omniroute.memory.embedding.base import EmbeddingError, signature
+from omniroute.memory.embedding.cache import CachedEmbedder
+from omniroute.memory.embedding.remote import RemoteEmbedder
+from omniroute.memory.embedding.sources import EmbeddingSources
+from omniroute.memory.embedding.static_model import StaticEmbedder, build_default_static
+from omniroute.memory.embedding.transformers_model import TransformersEmbedder
+from omniroute.memory.settings import normalise
+from omniroute.proxy.providers import Provider
+from tests.fake_upstream import EMBEDDING_DIMENSIONS, fake_embedding
+
+TEXTS = ["I love my dog", "Puppies are wonderful pets", "The quarterly tax return is due"]
+
+
+def cosine(a, b) -> float:
+    return float(np.dot(a, b))
+
+
+def assert_means_what_it_says(vectors) -> None:
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert cosine(vectors[0], vectors[1]) > cosine(vectors[0], vectors[2]) + 0.1
+
+
+@pytest.fixture(scope="session")
+def transformers_embedder():
+    return TransformersEmbedder()
+
+
+@pytest.fixture(scope="session")
+def static_path(tmp_path_factory):
+    """A static model distilled in the test from the packaged MiniLM (about 15 s)."""
+    return build_default_static(str(tmp_path_factory.mktemp("data")), dimensions=64)
+
+
+def test_the_packaged_minilm_embeds_by_meaning(transformers_embedder):
+    vectors = transformers_embedder.embed(TEXTS)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert_means_what_it_says(vectors)
+    assert signature(transformers_embedder) == "transformers:all-MiniLM-L6-v2:384"
+
+
+def test_a_distilled_static_model_embeds_by_meaning(static_path):
+    embedder = StaticEmbedder(static_path)
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (3, 64)
+    assert_means_what_it_says(vectors)
+    assert signature(embedder, "int8") == "static:static-minilm-256:64:int8"
+
+
+class Counting:
+    source, model, dim = "fake", "counting", 2
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+
+def test_the_cache_embeds_only_what_it_has_not_seen():
+    inner = Counting()
+    cached = CachedEmbedder(inner, max_entries=10, ttl_seconds=60)
+    first = cached.embed(["a", "bb"])
+    second = cached.embed(["bb", "ccc", "a"])
+    assert inner.calls == [["a", "bb"], ["ccc"]]
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[2], first[0])
+    assert cached.stats() == {"hits": 2, "misses": 3, "size": 3}
+
+
+def test_the_cache_forgets_after_its_time_and_beyond_its_size():
+    inner = Counting()
+    cached = CachedEmbedder(inner, max_entries=2, ttl_seconds=60)
+    cached.embed(["a", "b", "c"])
+    cached.embed(["a"])
+    assert inner.calls[-1] == ["a"], "the oldest entry went when the cache was full"
+    short = CachedEmbedder(inner, max_entries=10, ttl_seconds=0.001)
+    short.embed(["x"])
+    time.sleep(0.01)
+    short.embed(["x"])
+    assert inner.calls[-2:] == [["x"], ["x"]]
+
+
+@pytest.fixture
+def remote(upstream):
+    client = httpx.Client()
+
+    def make(model: str = "embed-small", timeout: float = 5.0) -> RemoteEmbedder:
+        provider = Provider(id="fake", base_url=upstream.base_url, api_key="sk-emb")
+        return RemoteEmbedder(
+            client, provider, model, EMBEDDING_DIMENSIONS, allow_local=True, timeout=timeout
+        )
+
+    yield make
+    client.close()
+
+
+def test_the_remote_source_posts_to_embeddings(remote, upstream):
+    vectors = remote().embed(["hello", "world"])
+    expected = np.array([fake_embedding("hello"), fake_embedding("world")])
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(vectors, expected, atol=1e-6)
+    received = upstream.requests[-1]
+    assert received["path"] == "/v1/embeddings"
+    assert received["body"] == {"model": "embed-small", "input": ["hello", "world"]}
+    assert received["headers"]["Authorization"] == "Bearer sk-emb"
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"), [("fail-401", "no_key"), ("fail-429", "rate_limited"), ("slow", "timeout")]
+)
+def test_remote_failures_are_classified(remote, upstream, model, kind):
+    upstream.slow_seconds = 1.0
+    with pytest.raises(EmbeddingError) as caught:
+        remote(model, timeout=0.2).embed(["x"])
+    assert caught.value.kind == kind
+
+
+def test_a_refused_connection_is_a_failed_request(upstream):
+    provider = Provider(id="down", base_url="http://127.0.0.1:1/v1", api_key="k")
+    embedder = RemoteEmbedder(httpx.Client(), provider, "m", 8, allow_local=True, timeout=1)
+    with pytest.raises(EmbeddingError) as caught:
+        embedder.embed(["x"])
+    assert caught.value.kind == "request_failed"
+
+
+@pytest.fixture
+def sources(tmp_path, svc, static_path):
+    config = {**load_settings({}), "DATA_DIR": str(tmp_path), "MEMORY_STATIC_MODEL": None}
+    built = []
+
+    def make(**overrides):
+        return EmbeddingSources(
+            {**config, **overrides}, svc.providers, svc.http, lambda: built.append(True)
+        ), built
+
+    return make
+
+
+def settings(**changes):
+    return {**normalise({}), **changes}
+
+
+def test_auto_prefers_a_remote_model_with_a_key(sources, svc, upstream):
+    svc.providers.save(
+        "fake",
+        {
+            "base_url": upstream.base_url,
+            "api_key": "k",
+            "embedding_models": [{"id": "e", "dimensions": EMBEDDING_DIMENSIONS}],
+        },
+    )
+    registry, _ = sources()
+    chosen = registry.resolve(settings(embeddingProviderModel="fake/e", transformersEnabled=True))
+    assert (chosen.embedder.source, chosen.embedder.model) == ("remote", "fake/e")
+    svc.providers.save("fake", {"api_key": None})
+    fallback = registry.resolve(settings(embeddingProviderModel="fake/e", transformersEnabled=True))
+    assert fallback.embedder.source == "transformers"
+
+
+def test_auto_takes_static_then_transformers_then_nothing(sources, static_path):
+    registry, built = sources(MEMORY_STATIC_MODEL=str(static_path))
+    assert registry.resolve(settings(staticEnabled=True)).embedder.source == "static"
+    assert registry.resolve(settings(transformersEnabled=True)).embedder.source == "transformers"
+    nothing = registry.resolve(settings())
+    assert nothing.embedder is None
+    assert "staticEnabled is false" in nothing.reason
+    assert "transformersEnabled is false" in nothing.reason
+
+
+def test_a_missing_default_static_model_is_built_in_the_background(sources):
+    registry, built = sources()
+    chosen = registry.resolve(settings(embeddingSource="static", staticEnabled=True))
+    assert chosen.embedder is None and "being built" in chosen.reason
+    assert built == [True]
+
+
+def test_each_model_is_loaded_once_per_process(sources):
+    registry, _ = sources()
+    first = registry.resolve(settings(transformersEnabled=True)).embedder
+    assert registry.resolve(settings(transformersEnabled=True)).embedder is first

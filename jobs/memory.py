@@ -1,11 +1,13 @@
-"""Memory jobs: fact extraction after a chat."""
+"""Memory jobs: fact extraction after a chat, vectors for memories that need them."""
 
 from __future__ import annotations
 
 import logging
 
+from flask import current_app
 from rq import get_current_job
 
+from omniroute.memory.embedding.static_model import build_default_static
 from omniroute.memory.extraction import store_facts
 from omniroute.services import services
 
@@ -24,3 +26,25 @@ def extract_facts(api_key_id: str, session_id: str, text: str, source: str) -> i
     job = get_current_job()
     log.info("job %s: %d facts from %s", job.id if job else "in-process", len(ids), source)
     return len(ids)
+
+
+def backfill_vectors() -> int:
+    """Embed every memory that still needs a vector; return how many got one."""
+    progress = services().backfill.run()
+    job = get_current_job()
+    log.info(
+        "job %s: %d memories embedded, %d errors%s",
+        job.id if job else "in-process",
+        progress.processed,
+        progress.errors,
+        f" ({progress.reason})" if progress.reason else "",
+    )
+    return progress.processed
+
+
+def build_static_model() -> str:
+    """Distill the default static embedding model, then embed the memories with it."""
+    path = build_default_static(current_app.config["DATA_DIR"])
+    log.info("static embedding model ready at %s", path)
+    services().request_backfill()
+    return str(path)

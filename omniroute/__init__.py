@@ -32,12 +32,14 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     )
     database = Database(app.config["DATABASE_URL"])
     migrate.upgrade(database)
-    Services.build(app, database).install(app)
+    svc = Services.build(app, database)
+    svc.install(app)
 
     errors.register_error_handlers(app)
     api.init_app(app)
     app.register_blueprint(home.bp)
     cli.init_app(app)
+    svc.request_backfill()  # whatever an earlier run left without a vector
     return app
 
 

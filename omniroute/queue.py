@@ -20,6 +20,8 @@ from typing import Any
 import redis
 from flask import Flask
 from rq import Queue, Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +37,24 @@ class JobQueue:
         self._redis = connection
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="omniroute-job")
         self._futures: set[Future] = set()
+        self._waiting: set[str] = set()
         self._lock = threading.Lock()
 
-    def enqueue(self, queue_name: str, func: Callable[..., Any], *args: Any) -> str:
-        """Run `func(*args)` in the background, on the named RQ queue when there is Redis."""
-        job_id = uuid.uuid4().hex
+    def enqueue(
+        self, queue_name: str, func: Callable[..., Any], *args: Any, unique_id: str | None = None
+    ) -> str | None:
+        """Run `func(*args)` in the background, on the named RQ queue when there is Redis.
+
+        With `unique_id`, nothing is added while a job of that id still waits to start (one
+        may be running): repeated requests for the same work fold into one run. Returns the
+        job id, or None when folded.
+        """
+        if unique_id is not None:
+            with self._lock:
+                if unique_id in self._waiting:
+                    return None
+                self._waiting.add(unique_id)
+        job_id = unique_id or uuid.uuid4().hex
         self._submit(self._dispatch, queue_name, func, args, job_id)
         return job_id
 
@@ -67,6 +82,9 @@ class JobQueue:
     ) -> None:
         if self._redis is not None:
             try:
+                if job_id in self._waiting and self._waits_in_rq(job_id):
+                    self._started(job_id)
+                    return
                 Queue(queue_name, connection=self._redis).enqueue_call(
                     func,
                     args=args,
@@ -76,12 +94,25 @@ class JobQueue:
                     result_ttl=RESULT_TTL,
                 )
                 log.debug("job %s queued on %s", job_id, queue_name)
+                self._started(job_id)
                 return
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("job %s: Redis unavailable (%s); running it in-process", job_id, exc)
         self._run_here(func, args, job_id)
 
+    def _waits_in_rq(self, job_id: str) -> bool:
+        try:
+            status = Job.fetch(job_id, connection=self._redis).get_status()
+        except NoSuchJobError:
+            return False
+        return status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED)
+
+    def _started(self, job_id: str) -> None:
+        with self._lock:
+            self._waiting.discard(job_id)
+
     def _run_here(self, func: Callable[..., Any], args: tuple, job_id: str) -> None:
+        self._started(job_id)
         delays = (*LOCAL_RETRY_INTERVALS, None)
         for attempt, delay in enumerate(delays, start=1):
             try:

@@ -11,8 +11,12 @@ from flask import Flask, current_app
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
+from .memory.backfill import Backfill
+from .memory.embedding.sources import EmbeddingSources
+from .memory.retrieval import Retriever
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
+from .memory.vectors import VectorIndex
 from .proxy.providers import ProviderStore
 from .queue import JobQueue
 from .settings_store import SettingsStore
@@ -26,6 +30,10 @@ class Services:
     db: Database
     memories: MemoryStore
     access: AccessRecorder
+    vectors: VectorIndex
+    embeddings: EmbeddingSources
+    backfill: Backfill
+    retriever: Retriever
     keys: ApiKeyStore
     settings: SettingsStore
     memory_settings: MemorySettings
@@ -42,25 +50,55 @@ class Services:
         if redis_url:
             # from_url connects lazily: a Redis that is down does not stop the app starting.
             client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=5)
-        memories = MemoryStore(database)
-        return cls(
+        vectors = VectorIndex(app.config["MEMORY_VEC_QUANTIZATION"])
+        memories = MemoryStore(database, vectors=vectors)
+        memory_settings = MemorySettings(settings)
+        providers = ProviderStore(database)
+        # Redirects are never followed: each outbound URL is checked before it is used.
+        http = httpx.Client(
+            follow_redirects=False,
+            timeout=httpx.Timeout(
+                app.config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
+            ),
+        )
+        svc = cls(
             db=database,
             memories=memories,
             access=AccessRecorder(memories),
+            vectors=vectors,
+            embeddings=None,  # type: ignore[arg-type]  # set below: it calls back into svc
+            backfill=None,  # type: ignore[arg-type]
+            retriever=None,  # type: ignore[arg-type]
             keys=ApiKeyStore(database),
             settings=settings,
-            memory_settings=MemorySettings(settings),
-            providers=ProviderStore(database),
+            memory_settings=memory_settings,
+            providers=providers,
             redis=client,
             jobs=JobQueue(app, client),
-            # Redirects are never followed: each outbound URL is checked before it is used.
-            http=httpx.Client(
-                follow_redirects=False,
-                timeout=httpx.Timeout(
-                    app.config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
-                ),
-            ),
+            http=http,
         )
+        svc.embeddings = EmbeddingSources(
+            app.config, providers, http, on_static_missing=svc.request_static_model
+        )
+        svc.backfill = Backfill(memories, vectors, svc.embeddings, memory_settings)
+        svc.retriever = Retriever(memories, vectors, svc.embeddings)
+        memories.on_write = svc.request_backfill
+        return svc
+
+    # The job functions import this module, so they are imported when first needed.
+    def request_backfill(self) -> None:
+        """Start the embedding backfill in the background (folded if one already waits)."""
+        from jobs import BACKFILL_JOB_ID, EMBEDDINGS_QUEUE
+        from jobs.memory import backfill_vectors
+
+        self.jobs.enqueue(EMBEDDINGS_QUEUE, backfill_vectors, unique_id=BACKFILL_JOB_ID)
+
+    def request_static_model(self) -> None:
+        """Build the default static model in the background, then backfill with it."""
+        from jobs import EMBEDDINGS_QUEUE, STATIC_MODEL_JOB_ID
+        from jobs.memory import build_static_model
+
+        self.jobs.enqueue(EMBEDDINGS_QUEUE, build_static_model, unique_id=STATIC_MODEL_JOB_ID)
 
     def close(self) -> None:
         self.access.flush()

@@ -123,4 +123,5 @@ def store_facts(
                 connection=conn,
             )
             ids.append(memory.id)
+    store.notify_write()
     return ids

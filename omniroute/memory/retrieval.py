@@ -1,26 +1,44 @@
-"""Which memories to inject for a request: the one retrieval function the proxy calls.
+"""Which memories to inject for a request: the one retrieval engine the proxy calls.
 
-Strategies: `recent` takes the owner's newest memories; `semantic` and `hybrid` take the
-memories that match the query's topic words (FTS5, bm25) until the vector engine lands
-behind this same function. A query with nothing relevant finds nothing, so nothing is
-injected (the reference always filled the budget with recent memories: noise that costs
-tokens). Expiry and retention hold on every path.
+Strategies:
+- `recent`: the owner's newest memories.
+- `keyword`: FTS5 bm25 matches of the query's topic words (also every fallback).
+- `semantic`: the owner's nearest vectors (sqlite-vec, KNN inside the tenant), above a
+  similarity floor.
+- `hybrid`: keyword matches (FTS5 bm25) and nearest vectors fused, by a min-max normalised
+  score blend (`blend`, the default: it beat RRF on the LoCoMo development split) or by
+  reciprocal rank fusion (`rrf`, the reference's).
+Without vectors (sqlite-vec missing, no embedding source, an embedding error, the index still
+holding another model's vectors) semantic and hybrid fall back to keyword search, and the
+result says why. A query with nothing relevant finds nothing, so nothing is injected.
+Expiry, retention and session scope hold on every tier, vectors included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import select
+
 from ..clock import to_iso
+from ..tables import memories
+from .embedding.base import EmbeddingError, signature
+from .embedding.sources import EmbeddingSources
 from .fts import keyword_search
 from .model import Memory, MemoryFilter, estimate_tokens
 from .store import MemoryStore
+from .vectors import VectorIndex
 
 MAX_BUDGET_TOKENS = 8000
 CANDIDATES = 100
+FUSIONS = ("blend", "rrf")
+# Cosine similarity below which a vector match counts as unrelated (all-MiniLM-L6-v2 and
+# its distilled static model put unrelated short texts well below it).
+SIMILARITY_FLOOR = 0.25
+BLEND_KEYWORD_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -28,40 +46,195 @@ class RetrievalConfig:
     strategy: str = "hybrid"
     max_tokens: int = 2000
     retention_days: int = 30
+    top_k: int = 100
+    fusion: str = "blend"
+    rrf_k: int = 60
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any]) -> RetrievalConfig:
-        return cls(settings["strategy"], settings["maxTokens"], settings["retentionDays"])
-
-
-def retrieve(
-    store: MemoryStore, *, api_key_id: str, query: str, config: RetrievalConfig
-) -> list[Memory]:
-    """Return the memories to inject, best first, within the token budget."""
-    if config.max_tokens <= 0:
-        return []
-    cutoff = to_iso(store.clock() - timedelta(days=config.retention_days))
-    if config.strategy == "recent":
-        candidates = store.find(
-            MemoryFilter(api_key_id=api_key_id, created_after=cutoff), limit=CANDIDATES
+    def from_settings(cls, settings: Mapping[str, Any], **options: Any) -> RetrievalConfig:
+        return cls(
+            settings["strategy"], settings["maxTokens"], settings["retentionDays"], **options
         )
-    elif query.strip():
-        with store.db.read() as conn:
-            hits = keyword_search(
+
+
+@dataclass
+class Ranked:
+    memory: Memory
+    score: float
+    tier: str  # recent, keyword, vector or hybrid
+    vec_score: float | None = None
+    fts_score: float | None = None
+
+
+@dataclass
+class Ranking:
+    items: list[Ranked] = field(default_factory=list)
+    strategy_used: str = "recent"
+    embedding_source: str | None = None
+    embedding_model: str | None = None
+    fallback_reason: str | None = None
+
+
+class Retriever:
+    def __init__(
+        self, store: MemoryStore, index: VectorIndex, sources: EmbeddingSources | None
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.sources = sources
+
+    def retrieve(
+        self,
+        *,
+        api_key_id: str,
+        query: str,
+        config: RetrievalConfig,
+        settings: Mapping[str, Any],
+        session_id: str | None = None,
+    ) -> list[Memory]:
+        """The memories to inject, best first, within the token budget."""
+        if config.max_tokens <= 0:
+            return []
+        ranking = self.rank(
+            api_key_id=api_key_id,
+            query=query,
+            config=config,
+            settings=settings,
+            session_id=session_id,
+        )
+        budget = min(config.max_tokens, MAX_BUDGET_TOKENS)
+        return within_budget([item.memory for item in ranking.items], budget)
+
+    def rank(
+        self,
+        *,
+        api_key_id: str,
+        query: str,
+        config: RetrievalConfig,
+        settings: Mapping[str, Any],
+        session_id: str | None = None,
+    ) -> Ranking:
+        """Every candidate, scored and ordered best first (no budget applied)."""
+        live = MemoryFilter(
+            api_key_id=api_key_id,
+            session_id=session_id,
+            created_after=to_iso(self.store.clock() - timedelta(days=config.retention_days)),
+        )
+        if config.strategy == "recent":
+            found = self.store.find(live, limit=CANDIDATES)
+            return Ranking([Ranked(m, 0.0, "recent") for m in found], "recent")
+        if not query.strip():
+            return Ranking(strategy_used=config.strategy, fallback_reason="no query text")
+        ranking = Ranking(strategy_used=config.strategy)
+        keyword = self._keyword(live, query)
+        vector = None
+        if config.strategy != "keyword":
+            vector = self._vector(live, query, config, settings, ranking)
+        if vector is None:
+            ranking.strategy_used = "keyword"
+            ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
+        elif config.strategy == "semantic":
+            ranking.items = [Ranked(m, sim, "vector", vec_score=sim) for m, sim in vector]
+        else:
+            ranking.items = fuse(keyword, vector, config)
+        return ranking
+
+    def _keyword(self, live: MemoryFilter, query: str) -> list[tuple[Memory, float]]:
+        with self.store.db.read() as conn:
+            return keyword_search(
                 conn,
-                api_key_id=api_key_id,
+                api_key_id=live.api_key_id or "",
                 query=query,
-                now_iso=store.now(),
-                created_after=cutoff,
+                now_iso=self.store.now(),
+                session_id=live.session_id,
+                created_after=live.created_after,
                 limit=CANDIDATES,
             )
-        candidates = [memory for memory, _ in hits]
+
+    def _vector(
+        self,
+        live: MemoryFilter,
+        query: str,
+        config: RetrievalConfig,
+        settings: Mapping[str, Any],
+        ranking: Ranking,
+    ) -> list[tuple[Memory, float]] | None:
+        """Nearest live memories above the floor, or None (with the reason) when unavailable."""
+        if not self.store.db.vectors.available:
+            ranking.fallback_reason = "sqlite-vec is not loaded"
+            return None
+        if self.sources is None:
+            ranking.fallback_reason = "no embedding sources"
+            return None
+        resolution = self.sources.resolve(settings)
+        embedder = resolution.embedder
+        if embedder is None:
+            ranking.fallback_reason = f"no embedding source: {resolution.reason}"
+            return None
+        ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
+        with self.store.db.read() as conn:
+            indexed = self.index.meta(conn).signature
+        if indexed != signature(embedder, self.index.quantization):
+            ranking.fallback_reason = "the vector index is being rebuilt for the current model"
+            self.store.notify_write()
+            return None
+        try:
+            query_vector = embedder.embed([query])[0]
+        except EmbeddingError as exc:
+            ranking.fallback_reason = f"embedding failed ({exc.kind}): {exc}"
+            return None
+        with self.store.db.read() as conn:
+            hits = self.index.search(conn, live.api_key_id or "", query_vector, config.top_k)
+            similar = {seq: sim for seq, sim in hits if sim >= SIMILARITY_FLOOR}
+            if not similar:
+                return []
+            rows = conn.execute(
+                select(memories).where(
+                    memories.c.seq.in_(similar), *self.store.live_conditions(live)
+                )
+            ).mappings()
+            found = [(Memory.from_row(row), similar[row["seq"]]) for row in rows]
+        return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+def fuse(
+    keyword: list[tuple[Memory, float]],
+    vector: list[tuple[Memory, float]],
+    config: RetrievalConfig,
+) -> list[Ranked]:
+    """Merge both lists by min-max normalised score blend, or by reciprocal rank fusion."""
+    merged: dict[str, Ranked] = {}
+    for memory, score in keyword:
+        merged[memory.id] = Ranked(memory, 0.0, "keyword", fts_score=score)
+    for memory, similarity in vector:
+        item = merged.setdefault(memory.id, Ranked(memory, 0.0, "vector"))
+        item.vec_score = similarity
+        if item.fts_score is not None:
+            item.tier = "hybrid"
+    if config.fusion == "rrf":
+        for ranked_list in (keyword, vector):
+            for rank, (memory, _) in enumerate(ranked_list, start=1):
+                merged[memory.id].score += 1 / (config.rrf_k + rank)
     else:
-        candidates = []
-    return within_budget(candidates, min(config.max_tokens, MAX_BUDGET_TOKENS))
+        keyword_norm = _min_max(dict((m.id, s) for m, s in keyword))
+        vector_norm = _min_max(dict((m.id, s) for m, s in vector))
+        for memory_id, item in merged.items():
+            item.score = BLEND_KEYWORD_WEIGHT * keyword_norm.get(memory_id, 0.0) + (
+                1 - BLEND_KEYWORD_WEIGHT
+            ) * vector_norm.get(memory_id, 0.0)
+    return sorted(merged.values(), key=lambda item: item.score, reverse=True)
 
 
-def within_budget(memories: list[Memory], budget: int) -> list[Memory]:
+def _min_max(scores: dict[str, float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        return dict.fromkeys(scores, 1.0)
+    return {key: (value - low) / (high - low) for key, value in scores.items()}
+
+
+def within_budget(found: list[Memory], budget: int) -> list[Memory]:
     """Take memories in order while their tokens fit the budget (REFERENCE section 4.6).
 
     The first memory that does not fit ends the walk, except that a first memory is taken
@@ -69,7 +242,7 @@ def within_budget(memories: list[Memory], budget: int) -> list[Memory]:
     """
     taken: list[Memory] = []
     used = 0
-    for memory in memories:
+    for memory in found:
         cost = estimate_tokens(memory.content)
         if used + cost > budget:
             if not taken:

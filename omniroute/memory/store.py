@@ -33,6 +33,7 @@ from ..clock import to_iso, utc_now
 from ..db import Database
 from ..tables import memories, memory_history
 from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
+from .vectors import VectorIndex
 
 # `get` answers from this cache. Writes in this process invalidate it at once; writes made by
 # other processes (the RQ worker) are seen after at most this many seconds.
@@ -51,9 +52,18 @@ class KeyConflict(ValueError):
 
 
 class MemoryStore:
-    def __init__(self, database: Database, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        database: Database,
+        clock: Callable[[], datetime] = utc_now,
+        vectors: VectorIndex | None = None,
+    ) -> None:
         self.db = database
         self.clock = clock
+        # Deleting a memory, or changing its text, deletes its vector in the same transaction.
+        self.vectors = vectors
+        # Called after a write of ours commits that left a memory without a vector.
+        self.on_write: Callable[[], None] | None = None
         self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
         self._cache_lock = threading.Lock()
         self.cache_hits = 0
@@ -111,10 +121,12 @@ class MemoryStore:
                 existing = None
             if existing is None:
                 memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
-                return memory, True
-            merged = {**existing.metadata, **(metadata or {})}
-            memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
-        return memory, False
+            else:
+                merged = {**existing.metadata, **(metadata or {})}
+                memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
+        if connection is None:
+            self.notify_write()
+        return memory, existing is None
 
     def update(
         self,
@@ -151,7 +163,15 @@ class MemoryStore:
                     self._delete_row(conn, holder, now)
                 elif holder is not None:
                     raise KeyConflict(f"key {changes['key']!r} is already used by {holder.id}")
-            return self._apply(conn, existing, changes, now)
+            memory = self._apply(conn, existing, changes, now)
+        if connection is None:
+            self.notify_write()
+        return memory
+
+    def notify_write(self) -> None:
+        """Tell whoever listens that memories may need vectors (after a commit)."""
+        if self.on_write is not None:
+            self.on_write()
 
     def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
         """Delete a memory, expired or not; return False when there was none."""
@@ -256,6 +276,10 @@ class MemoryStore:
             ).mappings()
             return [dict(row) for row in rows]
 
+    def live_conditions(self, filters: MemoryFilter) -> list[Any]:
+        """SQL conditions for live memories (not expired) matching the filters."""
+        return self._conditions(filters, self.now())
+
     @staticmethod
     def _conditions(filters: MemoryFilter, now: str) -> list[Any]:
         conditions: list[Any] = [or_(memories.c.expires_at.is_(None), memories.c.expires_at > now)]
@@ -325,6 +349,7 @@ class MemoryStore:
             values["metadata"] = dump_metadata(memory.metadata)
         if memory.content != existing.content or memory.key != existing.key:
             values["needs_reindex"] = 1
+            self._forget_vector(conn, existing.id)
         conn.execute(
             update(memories).where(memories.c.id == existing.id).values(**values, updated_at=now)
         )
@@ -333,7 +358,14 @@ class MemoryStore:
         self._forget(existing.id)
         return memory
 
+    def _forget_vector(self, conn: Connection, memory_id: str) -> None:
+        if self.vectors is not None and self.db.vectors.available:
+            seq = conn.execute(select(memories.c.seq).where(memories.c.id == memory_id)).scalar()
+            if seq is not None:
+                self.vectors.delete(conn, [seq])
+
     def _delete_row(self, conn: Connection, existing: Memory, now: str) -> None:
+        self._forget_vector(conn, existing.id)
         conn.execute(delete(memories).where(memories.c.id == existing.id))
         self._record(conn, "delete", existing, None, now)
         self._forget(existing.id)

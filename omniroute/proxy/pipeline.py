@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Request
+from flask import Request, current_app
 
 from jobs import EXTRACTION_QUEUE
 from jobs.memory import extract_facts
 
-from ..memory.retrieval import RetrievalConfig, retrieve
+from ..memory.retrieval import RetrievalConfig
 from ..services import Services
 from .conversation import last_user_text
 from .injection import inject, render
@@ -20,6 +21,16 @@ from .providers import Provider
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
+
+
+def retrieval_config(settings: Mapping[str, Any], config: Mapping[str, Any]) -> RetrievalConfig:
+    """The retrieval configuration from the memory settings and the MEMORY_* env settings."""
+    return RetrievalConfig.from_settings(
+        settings,
+        top_k=config["MEMORY_VEC_TOP_K"],
+        fusion=config["MEMORY_FUSION"],
+        rrf_k=config["MEMORY_RRF_K"],
+    )
 
 
 @dataclass
@@ -33,16 +44,18 @@ class MemoryTurn:
     config: RetrievalConfig | None = None
     injected: list[str] = field(default_factory=list)
 
+    settings: dict[str, Any] = field(default_factory=dict)
+
     @classmethod
     def begin(cls, svc: Services, request: Request, api_key_id: str, body: dict) -> MemoryTurn:
         settings = svc.memory_settings.get()
         opted_out = request.headers.get(NO_MEMORY_HEADER, "").strip().lower() in OPT_OUT_VALUES
         session_id = request.headers.get(SESSION_HEADER, "").strip() or f"req-{uuid.uuid4()}"
         enabled = settings["enabled"] and settings["maxTokens"] > 0 and not opted_out
-        turn = cls(enabled, api_key_id, session_id)
+        turn = cls(enabled, api_key_id, session_id, settings=settings)
         if enabled:
             turn.user_text = last_user_text(body["messages"])
-            turn.config = RetrievalConfig.from_settings(settings)
+            turn.config = retrieval_config(settings, current_app.config)
         return turn
 
     def apply(
@@ -51,8 +64,11 @@ class MemoryTurn:
         """Return the body to forward: with the relevant memories injected, if any."""
         if not self.enabled or self.config is None:
             return body
-        memories = retrieve(
-            svc.memories, api_key_id=self.api_key_id, query=self.user_text, config=self.config
+        memories = svc.retriever.retrieve(
+            api_key_id=self.api_key_id,
+            query=self.user_text,
+            config=self.config,
+            settings=self.settings,
         )
         if not memories:
             return body

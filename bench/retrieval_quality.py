@@ -1,0 +1,176 @@
+"""Retrieval quality on LoCoMo: evidence recall@1, @5 and @10 per strategy and source.
+
+Every dialogue turn of a conversation becomes one memory of that conversation's key
+(content "<speaker>: <text>", plus the image caption; key = the dia_id); every question of
+category 1-4 is asked, and recall@k is the share of its evidence turns among the top k.
+The development split (conv-26, -30, -41, -42, -43) is the one to tune on; the held-out
+split is printed beside it and never used to choose anything (../shared/bench/README.md).
+Run with `make bench` or `python bench/retrieval_quality.py --sources static transformers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from omniroute import migrate  # noqa: E402
+from omniroute.db import Database  # noqa: E402
+from omniroute.memory.backfill import Backfill  # noqa: E402
+from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
+from omniroute.memory.embedding.sources import Resolution  # noqa: E402
+from omniroute.memory.embedding.static_model import (  # noqa: E402
+    StaticEmbedder,
+    build_default_static,
+    default_static_path,
+    is_static_model,
+)
+from omniroute.memory.embedding.transformers_model import TransformersEmbedder  # noqa: E402
+from omniroute.memory.retrieval import RetrievalConfig, Retriever  # noqa: E402
+from omniroute.memory.settings import normalise  # noqa: E402
+from omniroute.memory.store import MemoryStore  # noqa: E402
+from omniroute.memory.vectors import VectorIndex  # noqa: E402
+
+LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
+DEVELOPMENT = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
+HELD_OUT = ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50")
+KS = (1, 5, 10)
+EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+class FixedSource:
+    """An EmbeddingSources stand-in that always resolves to one embedder."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = CachedEmbedder(embedder, 10_000, 3600)
+
+    def resolve(self, settings) -> Resolution:
+        return Resolution(self.embedder)
+
+
+class Settings:
+    def get(self) -> dict:
+        return normalise({})
+
+
+def turns_of(conversation: dict) -> list[tuple[str, str]]:
+    turns = []
+    for name, session in conversation["conversation"].items():
+        if name.startswith("session_") and isinstance(session, list):
+            for turn in session:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [image: {turn['blip_caption']}]"
+                turns.append((normal_id(turn["dia_id"]), text))
+    return turns
+
+
+def normal_id(text: str) -> str:
+    """`D8:6`, `D:11:26` and `D08:06` all become `D8:6`."""
+    session, turn = EVIDENCE.search(text).groups()
+    return f"D{int(session)}:{int(turn)}"
+
+
+def evidence_of(question: dict) -> set[str]:
+    found = EVIDENCE.findall(" ".join(question["evidence"]))
+    return {f"D{int(session)}:{int(turn)}" for session, turn in found}
+
+
+def load_conversation(folder: Path, conversation: dict, embedder) -> Retriever:
+    database = Database(f"sqlite:///{folder / (conversation['sample_id'] + '.db')}")
+    migrate.upgrade(database)
+    index = VectorIndex()
+    store = MemoryStore(database, vectors=index)
+    owner = conversation["sample_id"]
+    with database.write() as conn:
+        for key, text in turns_of(conversation):
+            store.create(api_key_id=owner, key=key, content=text, connection=conn)
+    source = FixedSource(embedder) if embedder is not None else None
+    if source is not None:
+        Backfill(store, index, source, Settings()).run()
+    return Retriever(store, index, source)
+
+
+def recall(retriever: Retriever, owner: str, question: dict, config: RetrievalConfig):
+    settings = normalise({})
+    ranking = retriever.rank(
+        api_key_id=owner, query=question["question"], config=config, settings=settings
+    )
+    found = [item.memory.key for item in ranking.items[: max(KS)]]
+    wanted = evidence_of(question)
+    return [len(wanted & set(found[:k])) / len(wanted) for k in KS]
+
+
+METHODS = {
+    "recent (exact)": RetrievalConfig(strategy="recent"),
+    "keyword (FTS5 bm25)": RetrievalConfig(strategy="keyword"),
+    "semantic": RetrievalConfig(strategy="semantic", top_k=100),
+    "hybrid, RRF k=60": RetrievalConfig(strategy="hybrid", fusion="rrf", top_k=100),
+    "hybrid, min-max blend": RetrievalConfig(strategy="hybrid", fusion="blend", top_k=100),
+    "hybrid, blend, top_k 20 (ref)": RetrievalConfig(strategy="hybrid", fusion="blend", top_k=20),
+}
+
+
+def embedder_for(name: str, cache_dir: str):
+    if name == "static":
+        path = default_static_path(cache_dir)
+        if not is_static_model(path):
+            build_default_static(cache_dir)
+        return StaticEmbedder(path)
+    return TransformersEmbedder()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sources", nargs="+", default=["static", "transformers"])
+    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    data = {c["sample_id"]: c for c in json.loads(LOCOMO.read_text())}
+    print("LoCoMo evidence recall (categories 1-4), development split | held-out split")
+    print(
+        f"{'source':<13} {'method':<26} "
+        + "  ".join(f"dev R@{k:<3}" for k in KS)
+        + " | "
+        + "  ".join(f"held R@{k:<2}" for k in KS)
+    )
+    for source in args.sources:
+        embedder = embedder_for(source, args.cache)
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as folder:
+            retrievers = {
+                sample: load_conversation(Path(folder), data[sample], embedder)
+                for sample in DEVELOPMENT + HELD_OUT
+            }
+            for method, config in METHODS.items():
+                if source != args.sources[0] and method.startswith(("recent", "keyword")):
+                    continue  # the same for every source
+                row = []
+                for split in (DEVELOPMENT, HELD_OUT):
+                    scores = [
+                        recall(retrievers[sample], sample, question, config)
+                        for sample in split
+                        for question in data[sample]["qa"]
+                        if question["category"] in (1, 2, 3, 4) and evidence_of(question)
+                    ]
+                    row.append([sum(s[i] for s in scores) / len(scores) for i in range(len(KS))])
+                print(
+                    f"{source:<13} {method:<26} "
+                    + "  ".join(f"{v:>9.3f}" for v in row[0])
+                    + " | "
+                    + "  ".join(f"{v:>9.3f}" for v in row[1])
+                )
+            for retriever in retrievers.values():
+                retriever.store.db.dispose()
+        print(f"({source}: {time.perf_counter() - started:.0f} s including embedding)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Memory vectors in sqlite-vec: one vec0 table, partitioned by owner.
+
+The owner is the vec0 partition key, so a KNN search runs inside one tenant (the reference
+took a global top-k and filtered afterwards, starving every tenant but the largest). Rows
+are keyed by memories.seq. memory_vec_meta records the embedding signature the vectors were
+made with; a new signature rebuilds the table and marks every memory for re-embedding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import Connection, select, update
+
+from ..clock import now_iso
+from ..tables import memories, memory_vec_meta
+
+TABLE = "vec_memories"
+QUANTIZATIONS = ("none", "int8")
+
+
+@dataclass(frozen=True)
+class VectorMeta:
+    active_dim: int | None
+    signature: str | None
+    last_reset_at: str | None
+    loaded: bool
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+class VectorIndex:
+    def __init__(self, quantization: str = "none") -> None:
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
+        self.quantization = quantization
+        # int8 vectors are stored quantised; queries are quantised the same way.
+        self._value = "vec_quantize_int8(?, 'unit')" if quantization == "int8" else "?"
+
+    def meta(self, conn: Connection) -> VectorMeta:
+        row = conn.execute(select(memory_vec_meta)).mappings().one()
+        return VectorMeta(
+            row["active_dim"],
+            row["embedding_signature"],
+            row["last_reset_at"],
+            bool(row["vec_loaded"]),
+        )
+
+    def exists(self, conn: Connection) -> bool:
+        found = conn.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
+        ).first()
+        return found is not None
+
+    def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
+        """Make the table hold vectors of this signature; True when it had to be rebuilt."""
+        if self.meta(conn).signature == signature and self.exists(conn):
+            return False
+        element = "int8" if self.quantization == "int8" else "float"
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {TABLE}")
+        conn.exec_driver_sql(
+            f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
+            f"owner TEXT PARTITION KEY, embedding {element}[{dim}] distance_metric=cosine)"
+        )
+        conn.execute(update(memories).values(needs_reindex=1))
+        conn.execute(
+            update(memory_vec_meta).values(
+                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso(), vec_loaded=1
+            )
+        )
+        return True
+
+    def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
+        """Store (seq, owner, vector) rows, replacing any vector a seq had."""
+        self.delete(conn, [seq for seq, _, _ in items])
+        conn.exec_driver_sql(
+            f"INSERT INTO {TABLE} (rowid, owner, embedding) VALUES (?, ?, {self._value})",
+            [(seq, owner, _blob(vector)) for seq, owner, vector in items],
+        )
+
+    def delete(self, conn: Connection, seqs: list[int]) -> None:
+        if seqs and self.exists(conn):
+            conn.exec_driver_sql(f"DELETE FROM {TABLE} WHERE rowid = ?", [(seq,) for seq in seqs])
+
+    def search(
+        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """The owner's k nearest vectors as (seq, cosine similarity), best first."""
+        if not self.exists(conn):
+            return []
+        rows = conn.exec_driver_sql(
+            f"SELECT rowid, distance FROM {TABLE} "
+            f"WHERE embedding MATCH {self._value} AND owner = ? AND k = ? ORDER BY distance",
+            (_blob(vector), owner, k),
+        ).all()
+        return [(seq, 1.0 - distance) for seq, distance in rows]
+
+    def count(self, conn: Connection) -> int:
+        if not self.exists(conn):
+            return 0
+        return conn.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").scalar_one()

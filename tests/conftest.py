@@ -12,6 +12,7 @@ import sqlite_vec
 from omniroute import create_app, migrate
 from omniroute.config import SETTINGS
 from omniroute.db import Database
+from omniroute.memory.embedding.static_model import build_default_static
 from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
@@ -157,3 +158,26 @@ def eventually(condition, timeout: float = 10.0):
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def static_path(tmp_path_factory):
+    """A static model distilled in the test from the packaged MiniLM (about 15 s, once)."""
+    return build_default_static(str(tmp_path_factory.mktemp("static")))
+
+
+@pytest.fixture
+def engine_app(tmp_path, static_path):
+    """An app whose memories are embedded by the distilled static model."""
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "MEMORY_STATIC_MODEL": str(static_path),
+        }
+    )
+    app.extensions["omniroute"].memory_settings.update(
+        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
+    )
+    yield app
+    app.extensions["omniroute"].close()

@@ -11,7 +11,7 @@ from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.sources import EmbeddingSources
-from omniroute.memory.embedding.static_model import StaticEmbedder, build_default_static
+from omniroute.memory.embedding.static_model import StaticEmbedder
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
 from omniroute.proxy.providers import Provider
@@ -34,12 +34,6 @@ def transformers_embedder():
     return TransformersEmbedder()
 
 
-@pytest.fixture(scope="session")
-def static_path(tmp_path_factory):
-    """A static model distilled in the test from the packaged MiniLM (about 15 s)."""
-    return build_default_static(str(tmp_path_factory.mktemp("data")), dimensions=64)
-
-
 def test_the_packaged_minilm_embeds_by_meaning(transformers_embedder):
     vectors = transformers_embedder.embed(TEXTS)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
@@ -50,9 +44,9 @@ def test_the_packaged_minilm_embeds_by_meaning(transformers_embedder):
 def test_a_distilled_static_model_embeds_by_meaning(static_path):
     embedder = StaticEmbedder(static_path)
     vectors = embedder.embed(TEXTS)
-    assert vectors.shape == (3, 64)
+    assert vectors.shape == (3, 256)
     assert_means_what_it_says(vectors)
-    assert signature(embedder, "int8") == "static:static-minilm-256:64:int8"
+    assert signature(embedder, "int8") == "static:static-minilm-256:256:int8"
 
 
 class Counting:

@@ -1,0 +1,157 @@
+"""The retrieval engine with real vectors (the distilled static model) in sqlite-vec."""
+
+import pytest
+
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.retrieval import RetrievalConfig
+from omniroute.memory.vectors import VectorIndex
+from tests.conftest import eventually
+
+FACTS = {
+    "job": "I work as a nurse at the city hospital",
+    "dog": "My golden retriever is called Max",
+    "lang": "I prefer TypeScript over Python",
+    "city": "We moved to Lisbon in spring",
+}
+
+
+@pytest.fixture
+def svc(engine_app):
+    return engine_app.extensions["omniroute"]
+
+
+def settle(svc) -> None:
+    """Wait until the backfill has embedded every pending memory."""
+    assert eventually(lambda: svc.backfill.pending() == 0 and not svc.backfill.progress.running)
+    svc.jobs.wait(10)
+
+
+@pytest.fixture
+def alice(svc):
+    for key, content in FACTS.items():
+        svc.memories.create(api_key_id="alice", key=key, content=content)
+    settle(svc)
+    return "alice"
+
+
+def rank(svc, query: str, owner: str = "alice", **config):
+    options = {"strategy": "semantic", **config}
+    return svc.retriever.rank(
+        api_key_id=owner,
+        query=query,
+        config=RetrievalConfig(**options),
+        settings=svc.memory_settings.get(),
+    )
+
+
+def vector_count(svc) -> int:
+    with svc.db.read() as conn:
+        return svc.vectors.count(conn)
+
+
+def test_written_memories_get_vectors_by_themselves(svc, alice):
+    assert vector_count(svc) == len(FACTS)
+    with svc.db.read() as conn:
+        assert svc.vectors.meta(conn).signature == "static:static-minilm-256:256"
+
+
+def test_semantic_search_finds_by_meaning_without_shared_words(svc, alice):
+    ranking = rank(svc, "Which city do we live in?")
+    assert ranking.strategy_used == "semantic" and ranking.fallback_reason is None
+    assert ranking.items[0].memory.key == "city"
+    assert ranking.items[0].tier == "vector" and ranking.items[0].vec_score > 0.4
+    assert rank(svc, "Which programming language do I like?").items[0].memory.key == "lang"
+
+
+def test_nothing_relevant_finds_nothing(svc, alice):
+    assert rank(svc, "quantum chromodynamics lattice simulation").items == []
+    assert rank(svc, "quantum chromodynamics lattice simulation", strategy="hybrid").items == []
+
+
+def test_hybrid_fuses_keyword_and_vector_scores(svc, alice):
+    ranking = rank(svc, "Lisbon: which city do we live in?", strategy="hybrid")
+    top = ranking.items[0]
+    assert top.memory.key == "city" and top.tier == "hybrid"
+    assert top.fts_score is not None and top.vec_score is not None
+    rrf = rank(svc, "Lisbon: which city do we live in?", strategy="hybrid", fusion="rrf")
+    assert rrf.items[0].memory.key == "city"
+
+
+def test_a_small_tenant_gets_its_own_neighbours_beside_a_large_one(svc):
+    with svc.db.write() as conn:
+        for number in range(400):
+            svc.memories.create(
+                api_key_id="big",
+                key=f"city{number}",
+                content=f"We moved to Lisbon in spring, note {number}",
+                connection=conn,
+            )
+    svc.memories.create(api_key_id="small", key="city", content="We moved to Porto in spring")
+    svc.memories.notify_write()
+    settle(svc)
+    ranking = rank(svc, "Which city do we live in?", owner="small", top_k=5)
+    assert [item.memory.key for item in ranking.items] == ["city"]
+    assert all(item.memory.api_key_id == "big" for item in rank(svc, "city", owner="big").items)
+
+
+def test_expired_memories_are_left_out_of_vector_results(svc, alice):
+    svc.memories.update(
+        svc.memories.find(_filter("alice"))[0].id, expires_at="2000-01-01T00:00:00.000Z"
+    )
+    expired = svc.memories.find(_filter("alice"), limit=10)
+    keys = {item.memory.key for item in rank(svc, "Which city do we live in?").items}
+    assert len(expired) == len(FACTS) - 1
+    assert keys <= {memory.key for memory in expired}
+
+
+def test_deleting_a_memory_deletes_its_vector(svc, alice):
+    memory = svc.memories.find(_filter("alice"))[0]
+    svc.memories.delete(memory.id)
+    assert vector_count(svc) == len(FACTS) - 1
+
+
+def city_similarity(svc) -> float:
+    items = rank(svc, "Which city do we live in?").items
+    return next(item.vec_score for item in items if item.memory.key == "city")
+
+
+def test_changing_a_memory_replaces_its_vector(svc, alice):
+    before = city_similarity(svc)
+    city = next(m for m in svc.memories.find(_filter("alice")) if m.key == "city")
+    svc.memories.update(city.id, content="Our dog Max loves long walks on the beach")
+    assert vector_count(svc) == len(FACTS) - 1, "the stale vector goes at once"
+    settle(svc)
+    assert vector_count(svc) == len(FACTS)
+    assert city_similarity(svc) < before - 0.1
+
+
+def test_a_new_embedding_model_rebuilds_the_index(svc, alice):
+    svc.memory_settings.update({"embeddingSource": "transformers", "transformersEnabled": True})
+    svc.request_backfill()
+    settle(svc)
+    with svc.db.read() as conn:
+        assert svc.vectors.meta(conn).signature == "transformers:all-MiniLM-L6-v2:384"
+    assert vector_count(svc) == len(FACTS)
+    assert rank(svc, "Which programming language do I like?").items[0].memory.key == "lang"
+
+
+def test_without_a_source_search_falls_back_to_keywords_and_says_why(svc, alice):
+    svc.memory_settings.update({"staticEnabled": False})
+    ranking = rank(svc, "Lisbon", strategy="hybrid")
+    assert ranking.strategy_used == "keyword"
+    assert "staticEnabled is false" in ranking.fallback_reason
+    assert [item.memory.key for item in ranking.items] == ["city"]
+
+
+def test_int8_vectors_work_too(svc, alice):
+    svc.vectors = svc.retriever.index = svc.backfill.index = VectorIndex("int8")
+    svc.memories.vectors = svc.vectors
+    svc.request_backfill()
+    settle(svc)
+    with svc.db.read() as conn:
+        assert svc.vectors.meta(conn).signature.endswith(":int8")
+    assert rank(svc, "Which city do we live in?").items[0].memory.key == "city"
+
+
+def _filter(owner):
+    return MemoryFilter(api_key_id=owner)

@@ -1,15 +1,18 @@
-"""Flask CLI commands: `flask --app app db upgrade`, `flask --app app worker`."""
+"""Flask CLI commands: `db upgrade`, `memory reindex`, `memory build-static`, `worker`."""
 
 from __future__ import annotations
 
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
+from sqlalchemy import update
 
 from jobs.worker import run_worker
 
 from . import migrate
+from .memory.embedding.static_model import build_default_static
 from .services import services
+from .tables import memories
 
 db_cli = AppGroup("db", help="Database schema.")
 
@@ -33,6 +36,39 @@ def worker_command(burst: bool) -> None:
     run_worker(current_app._get_current_object(), burst=burst)
 
 
+memory_cli = AppGroup("memory", help="Memory engine.")
+
+
+@memory_cli.command("reindex")
+@click.option("--force", is_flag=True, help="Re-embed every memory, not only those without one.")
+def reindex_command(force: bool) -> None:
+    """Embed the memories that need a vector, here and now, with a progress bar."""
+    svc = services()
+    if force:
+        with svc.db.write() as connection:
+            connection.execute(update(memories).values(needs_reindex=1))
+    total = svc.backfill.pending()
+    with click.progressbar(length=total, label="embedding memories") as bar:
+        while svc.backfill.pending():
+            before = svc.backfill.pending()
+            progress = svc.backfill.run(max_batches=1)
+            if progress.reason or svc.backfill.pending() == before:
+                break
+            bar.update(before - svc.backfill.pending())
+    progress = svc.backfill.progress
+    click.echo(f"embedded {total - svc.backfill.pending()} of {total}; errors: {progress.errors}")
+    if progress.reason:
+        raise click.ClickException(progress.reason)
+
+
+@memory_cli.command("build-static")
+def build_static_command() -> None:
+    """Distill the default static embedding model into DATA_DIR/embeddings (about 15 s)."""
+    path = build_default_static(current_app.config["DATA_DIR"])
+    click.echo(f"static model ready at {path}")
+
+
 def init_app(app: Flask) -> None:
     app.cli.add_command(db_cli)
+    app.cli.add_command(memory_cli)
     app.cli.add_command(worker_command)

@@ -1,0 +1,213 @@
+"""/api/memory engine routes: preview a retrieval, the engine's status, providers, reindex."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow.validate import Length, OneOf, Range
+from sqlalchemy import update
+
+from ..memory.model import estimate_tokens
+from ..memory.retrieval import MAX_BUDGET_TOKENS, within_budget
+from ..proxy.pipeline import retrieval_config
+from ..services import services
+from ..tables import memories
+from .fields import StrictBoolean
+
+blp = Blueprint("memory-engine", __name__, url_prefix="/api/memory", description="Memory engine")
+
+PREVIEW_STRATEGIES = ("recent", "keyword", "semantic", "hybrid")
+
+
+class PreviewSchema(ma.Schema):
+    query = ma.fields.String(required=True, validate=Length(min=1))
+    apiKeyId = ma.fields.String(required=True, validate=Length(min=1))
+    strategy = ma.fields.String(load_default="hybrid", validate=OneOf(PREVIEW_STRATEGIES))
+    maxTokens = ma.fields.Integer(load_default=2000, strict=True, validate=Range(1, 16000))
+    limit = ma.fields.Integer(load_default=20, strict=True, validate=Range(1, 100))
+    sessionId = ma.fields.String()
+
+
+class PreviewItemSchema(ma.Schema):
+    id = ma.fields.String()
+    type = ma.fields.String()
+    key = ma.fields.String()
+    content = ma.fields.String()
+    score = ma.fields.Float()
+    tokens = ma.fields.Integer()
+    tier = ma.fields.String(metadata={"description": "recent, keyword, vector or hybrid"})
+    vecScore = ma.fields.Float(allow_none=True, metadata={"description": "cosine similarity"})
+    ftsScore = ma.fields.Float(allow_none=True, metadata={"description": "negated bm25"})
+    injected = ma.fields.Boolean(metadata={"description": "within the token budget"})
+
+
+class ResolutionSchema(ma.Schema):
+    embeddingSource = ma.fields.String(allow_none=True)
+    embeddingModel = ma.fields.String(allow_none=True)
+    vectorStore = ma.fields.String()
+    strategyUsed = ma.fields.String()
+    fusion = ma.fields.String()
+    rerankApplied = ma.fields.Boolean()
+    fallbackReason = ma.fields.String(allow_none=True)
+
+
+class PreviewResultSchema(ma.Schema):
+    memories = ma.fields.List(ma.fields.Nested(PreviewItemSchema))
+    resolution = ma.fields.Nested(ResolutionSchema)
+    totalTokensUsed = ma.fields.Integer()
+    budgetMaxTokens = ma.fields.Integer()
+
+
+class ReindexSchema(ma.Schema):
+    force = StrictBoolean(
+        required=True,
+        metadata={"description": "true: re-embed every memory, not only those without a vector"},
+    )
+
+
+class ReindexResultSchema(ma.Schema):
+    started = ma.fields.Boolean()
+    pending = ma.fields.Integer()
+
+
+@blp.route("/retrieve-preview")
+class RetrievePreview(MethodView):
+    @blp.arguments(PreviewSchema)
+    @blp.response(200, PreviewResultSchema)
+    def post(self, body):
+        """Preview what retrieval would inject for a query
+
+        Ranks the key's memories exactly as the gateway would (same settings, same engine),
+        shows why each ranked where it did, and marks which fit the token budget. Changes
+        nothing: no access is counted.
+        """
+        svc = services()
+        settings = svc.memory_settings.get()
+        config = retrieval_config(
+            {**settings, "strategy": body["strategy"], "maxTokens": body["maxTokens"]},
+            current_app.config,
+        )
+        ranking = svc.retriever.rank(
+            api_key_id=body["apiKeyId"],
+            query=body["query"],
+            config=config,
+            settings=settings,
+            session_id=body.get("sessionId"),
+        )
+        budget = min(body["maxTokens"], MAX_BUDGET_TOKENS)
+        injected = {m.id for m in within_budget([i.memory for i in ranking.items], budget)}
+        shown = ranking.items[: body["limit"]]
+        return {
+            "memories": [
+                {
+                    "id": item.memory.id,
+                    "type": item.memory.type,
+                    "key": item.memory.key,
+                    "content": item.memory.content,
+                    "score": item.score,
+                    "tokens": estimate_tokens(item.memory.content),
+                    "tier": item.tier,
+                    "vecScore": item.vec_score,
+                    "ftsScore": item.fts_score,
+                    "injected": item.memory.id in injected,
+                }
+                for item in shown
+            ],
+            "resolution": {
+                "embeddingSource": ranking.embedding_source,
+                "embeddingModel": ranking.embedding_model,
+                "vectorStore": "sqlite-vec" if svc.db.vectors.available else "none",
+                "strategyUsed": ranking.strategy_used,
+                "fusion": config.fusion,
+                "rerankApplied": False,
+                "fallbackReason": ranking.fallback_reason,
+            },
+            "totalTokensUsed": sum(
+                estimate_tokens(item.memory.content)
+                for item in ranking.items
+                if item.memory.id in injected
+            ),
+            "budgetMaxTokens": budget,
+        }
+
+
+@blp.route("/engine-status")
+class EngineStatus(MethodView):
+    @blp.response(200)
+    def get(self):
+        """Show the engine: keyword index, embedding source, vector store and backfill"""
+        svc = services()
+        resolution = svc.embeddings.resolve(svc.memory_settings.get())
+        embedder = resolution.embedder
+        with svc.db.read() as conn:
+            meta = svc.vectors.meta(conn) if svc.db.vectors.available else None
+            rows = svc.vectors.count(conn) if svc.db.vectors.available else 0
+        return {
+            "keyword": {"available": True, "backend": "FTS5"},
+            "embedding": {
+                "source": embedder.source if embedder else None,
+                "model": embedder.model if embedder else None,
+                "dimensions": embedder.dim if embedder else None,
+                "available": embedder is not None,
+                "reason": resolution.reason,
+                "cacheStats": embedder.stats() if embedder else None,
+            },
+            "vectorStore": {
+                "backend": "sqlite-vec",
+                "available": svc.db.vectors.available,
+                "version": svc.db.vectors.version,
+                "reason": svc.db.vectors.error,
+                "quantization": svc.vectors.quantization,
+                "signature": meta.signature if meta else None,
+                "dimensions": meta.active_dim if meta else None,
+                "lastResetAt": meta.last_reset_at if meta else None,
+                "rowCount": rows,
+                "needsReindex": svc.backfill.pending(),
+                "backfill": svc.backfill.progress.as_dict(),
+            },
+            "rerank": {"enabled": False, "available": False, "reason": "not implemented yet"},
+        }
+
+
+@blp.route("/embedding-providers")
+class EmbeddingProviders(MethodView):
+    @blp.response(200)
+    def get(self):
+        """List providers with embedding models, and whether each has a key"""
+        return {
+            "providers": [
+                {
+                    "provider": provider.id,
+                    "hasKey": provider.has_key,
+                    "models": [
+                        {
+                            "id": f"{provider.id}/{model['id']}",
+                            "name": model["id"],
+                            "dimensions": model["dimensions"],
+                        }
+                        for model in provider.embedding_models
+                    ],
+                }
+                for provider in services().providers.list_providers()
+                if provider.embedding_models
+            ]
+        }
+
+
+@blp.route("/reindex")
+class Reindex(MethodView):
+    @blp.arguments(ReindexSchema)
+    @blp.response(202, ReindexResultSchema)
+    def post(self, body):
+        """Start embedding the memories that need a vector (all of them with force)
+
+        Runs in the background until none is left; follow it in engine-status.
+        """
+        svc = services()
+        if body["force"]:
+            with svc.db.write() as conn:
+                conn.execute(update(memories).values(needs_reindex=1))
+        svc.request_backfill()
+        return {"started": True, "pending": svc.backfill.pending()}

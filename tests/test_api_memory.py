@@ -48,6 +48,10 @@ ROUTES = [
     ("GET", "/api/providers/some-id"),
     ("PUT", "/api/providers/some-id"),
     ("DELETE", "/api/providers/some-id"),
+    ("POST", "/api/memory/retrieve-preview"),
+    ("GET", "/api/memory/engine-status"),
+    ("GET", "/api/memory/embedding-providers"),
+    ("POST", "/api/memory/reindex"),
     ("GET", "/api/no-such-route"),
 ]
 

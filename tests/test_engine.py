@@ -112,14 +112,16 @@ def test_deleting_a_memory_deletes_its_vector(svc, alice):
 
 def city_similarity(svc) -> float:
     items = rank(svc, "Which city do we live in?").items
-    return next(item.vec_score for item in items if item.memory.key == "city")
+    return next((item.vec_score for item in items if item.memory.key == "city"), 0.0)
 
 
 def test_changing_a_memory_replaces_its_vector(svc, alice):
     before = city_similarity(svc)
     city = next(m for m in svc.memories.find(_filter("alice")) if m.key == "city")
-    svc.memories.update(city.id, content="Our dog Max loves long walks on the beach")
-    assert vector_count(svc) == len(FACTS) - 1, "the stale vector goes at once"
+    with svc.db.write() as conn:  # our own transaction: no backfill starts before the check
+        svc.memories.update(city.id, content="Our dog Max loves long walks", connection=conn)
+        assert svc.vectors.count(conn) == len(FACTS) - 1, "the stale vector goes at once"
+    svc.memories.notify_write()
     settle(svc)
     assert vector_count(svc) == len(FACTS)
     assert city_similarity(svc) < before - 0.1
@@ -155,3 +157,21 @@ def test_int8_vectors_work_too(svc, alice):
 
 def _filter(owner):
     return MemoryFilter(api_key_id=owner)
+
+
+def test_a_fact_from_a_chat_comes_back_by_meaning_through_the_proxy(engine_app, upstream):
+    svc = engine_app.extensions["omniroute"]
+    svc.providers.save("fake", {"base_url": upstream.base_url})
+    _, secret = svc.keys.create("chat")
+    client = engine_app.test_client()
+    headers = {"Authorization": f"Bearer {secret}"}
+
+    def chat(text: str):
+        body = {"model": "fake/m", "messages": [{"role": "user", "content": text}]}
+        return client.post("/v1/chat/completions", json=body, headers=headers)
+
+    chat("I prefer TypeScript over Python.")
+    assert eventually(lambda: vector_count(svc) == 1), "extracted and embedded within seconds"
+    response = chat("Which programming language do I like?")  # no word in common
+    assert response.headers["x-omniroute-memories"] == "1"
+    assert '"I prefer TypeScript over Python"' in upstream.last_body["messages"][0]["content"]

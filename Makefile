@@ -27,6 +27,7 @@ services:
 bench: install
 	$(BIN)/python bench/store_latency.py
 	$(BIN)/python bench/retrieval_quality.py
+	$(BIN)/python bench/retrieval_latency.py
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo
 	$(BIN)/python bench/proxy_overhead.py --corpus synthetic
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory

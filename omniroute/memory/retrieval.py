@@ -17,6 +17,7 @@ Expiry, retention and session scope hold on every tier, vectors included.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -82,6 +83,7 @@ class Retriever:
         self.store = store
         self.index = index
         self.sources = sources
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="omniroute-search")
 
     def retrieve(
         self,
@@ -126,15 +128,21 @@ class Retriever:
         if not query.strip():
             return Ranking(strategy_used=config.strategy, fallback_reason="no query text")
         ranking = Ranking(strategy_used=config.strategy)
-        keyword = self._keyword(live, query)
+        # Hybrid runs the keyword search beside the vector search: SQLite lets go of the GIL
+        # while it works, so on two cores the slower of the two sets the time, not their sum.
+        keyword_job = None
+        if config.strategy == "hybrid":
+            keyword_job = self._pool.submit(self._keyword, live, query)
         vector = None
         if config.strategy != "keyword":
             vector = self._vector(live, query, config, settings, ranking)
+        if vector is not None and config.strategy == "semantic":
+            ranking.items = [Ranked(m, sim, "vector", vec_score=sim) for m, sim in vector]
+            return ranking
+        keyword = keyword_job.result() if keyword_job else self._keyword(live, query)
         if vector is None:
             ranking.strategy_used = "keyword"
             ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
-        elif config.strategy == "semantic":
-            ranking.items = [Ranked(m, sim, "vector", vec_score=sim) for m, sim in vector]
         else:
             ranking.items = fuse(keyword, vector, config)
         return ranking

@@ -1,0 +1,122 @@
+"""Retrieval latency: p50 and p95 per strategy, query embedding included (static source).
+
+One key grows to 1k, 10k and 100k memories (LoCoMo sentences, recombined), and a small key
+of 100 memories sits beside the 100k one. Every figure is one full `rank` + budget call, as
+the proxy makes it, with the query embedded each time (the embedding cache is bypassed).
+Targets on a 2-core machine: hybrid p95 at most 15 ms at 10k and 60 ms at 100k.
+Run with `make bench` or `python bench/retrieval_latency.py --sizes 1000 10000 100000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.retrieval_quality import (  # noqa: E402
+    DEVELOPMENT,
+    LOCOMO,
+    Settings,
+    embedder_for,
+    turns_of,
+)
+from omniroute import migrate  # noqa: E402
+from omniroute.db import Database  # noqa: E402
+from omniroute.memory.backfill import Backfill  # noqa: E402
+from omniroute.memory.embedding.sources import Resolution  # noqa: E402
+from omniroute.memory.retrieval import RetrievalConfig, Retriever, within_budget  # noqa: E402
+from omniroute.memory.settings import normalise  # noqa: E402
+from omniroute.memory.store import MemoryStore  # noqa: E402
+from omniroute.memory.vectors import VectorIndex  # noqa: E402
+
+
+class Uncached:
+    """Resolves to the embedder itself: every query is embedded, as a new question would be."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+
+    def resolve(self, settings) -> Resolution:
+        return Resolution(self.embedder)
+
+
+def grow(store: MemoryStore, owner: str, sentences: list[str], start: int, stop: int, rng) -> None:
+    with store.db.write() as conn:
+        for number in range(start, stop):
+            text = f"{rng.choice(sentences)} {rng.choice(sentences)}"
+            store.create(api_key_id=owner, key=f"m{number}", content=text, connection=conn)
+
+
+def measure(retriever: Retriever, owner: str, questions: list[str], strategy: str, repeat: int):
+    settings = normalise({})
+    config = RetrievalConfig(strategy=strategy)
+    timings = []
+    for number in range(repeat):
+        started = time.perf_counter()
+        ranking = retriever.rank(
+            api_key_id=owner,
+            query=questions[number % len(questions)],
+            config=config,
+            settings=settings,
+        )
+        within_budget([item.memory for item in ranking.items], config.max_tokens)
+        timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    return statistics.median(timings), timings[int(len(timings) * 0.95) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    rng = random.Random(5)
+    data = [c for c in json.loads(LOCOMO.read_text()) if c["sample_id"] in DEVELOPMENT]
+    sentences = [text.split(": ", 1)[1] for c in data for _, text in turns_of(c)]
+    questions = [q["question"] for c in data for q in c["qa"] if q["category"] in (1, 2, 3, 4)]
+    embedder = embedder_for("static", args.cache)
+    strategies = ("recent", "keyword", "semantic", "hybrid")
+
+    with tempfile.TemporaryDirectory() as folder:
+        database = Database(f"sqlite:///{folder}/latency.db")
+        migrate.upgrade(database)
+        index = VectorIndex()
+        store = MemoryStore(database, vectors=index)
+        source = Uncached(embedder)
+        backfill = Backfill(store, index, source, Settings())
+        retriever = Retriever(store, index, source)
+        print("retrieval latency, static source (query embedding included), ms")
+        print(
+            f"{'memories in the key':<28}"
+            + "".join(f"{s + ' p50':>15}{s + ' p95':>15}" for s in strategies)
+        )
+        size = 0
+        for target in sorted(args.sizes):
+            grow(store, "big", sentences, size, target, rng)
+            size = target
+            started = time.perf_counter()
+            backfill.run()
+            loaded = time.perf_counter() - started
+            figures = [measure(retriever, "big", questions, s, args.repeat) for s in strategies]
+            row = "".join(f"{p50:>15.2f}{p95:>15.2f}" for p50, p95 in figures)
+            print(f"{f'{size:,} (embedded in {loaded:.0f} s)':<28}{row}")
+        grow(store, "small", sentences, 0, 100, rng)
+        backfill.run()
+        figures = [measure(retriever, "small", questions, s, args.repeat) for s in strategies]
+        row = "".join(f"{p50:>15.2f}{p95:>15.2f}" for p50, p95 in figures)
+        print(f"{f'100 beside {size:,}':<28}{row}")
+        database.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,7 @@ from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backfill import Backfill
 from .memory.embedding.sources import EmbeddingSources
+from .memory.rerank import Reranker
 from .memory.retrieval import Retriever
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
@@ -81,7 +82,10 @@ class Services:
             app.config, providers, http, on_static_missing=svc.request_static_model
         )
         svc.backfill = Backfill(memories, vectors, svc.embeddings, memory_settings)
-        svc.retriever = Retriever(memories, vectors, svc.embeddings)
+        reranker = Reranker(
+            providers, http, allow_local=app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
+        )
+        svc.retriever = Retriever(memories, vectors, svc.embeddings, reranker)
         memories.on_write = svc.request_backfill
         return svc
 

@@ -1,10 +1,10 @@
 """A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
-It answers POST /v1/chat/completions and /v1/embeddings (deterministic 8-dimensional
-vectors), records every request it receives, and behaves by the requested model: `slow`
-waits `slow_seconds` before answering; `fail-429`, `fail-500` and (embeddings) `fail-401`
-answer with those errors. With `"stream": true` it sends the reply as SSE chunks, one word
-each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
+It answers POST /v1/chat/completions, /v1/embeddings (deterministic 8-dimensional vectors)
+and /v1/rerank (documents in reverse order), records every request it receives, and behaves
+by the requested model: `slow` waits `slow_seconds` before answering; `fail-429`, `fail-500`
+and (embeddings) `fail-401` answer with those errors. With `"stream": true` it sends the
+reply as SSE chunks, one word each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             model = body.get("model", "")
             if self.path == "/v1/embeddings":
                 return self._embeddings(model, body.get("input", []))
+            if self.path == "/v1/rerank":
+                return self._rerank(model, body.get("documents", []))
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": "no such route"}})
             if model == "slow":
@@ -119,6 +121,19 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 for index, text in enumerate(texts)
             ]
             return self._send(200, {"object": "list", "data": data, "model": model})
+
+        def _rerank(self, model: str, documents: list[str]) -> None:
+            """Answers in reverse document order, so that a rerank is visible."""
+            if model == "fail-500":
+                return self._send(500, b"reranker down", "text/plain")
+            if model == "slow":
+                time.sleep(upstream.slow_seconds)
+            count = len(documents)
+            results = [
+                {"index": index, "relevance_score": (index + 1) / count}
+                for index in reversed(range(count))
+            ]
+            return self._send(200, {"results": results, "model": model})
 
         def _send(self, status: int, payload: Any, content_type: str = "application/json"):
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()

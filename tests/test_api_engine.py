@@ -56,6 +56,7 @@ def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner):
         "strategyUsed": "hybrid",
         "fusion": "blend",
         "rerankApplied": False,
+        "rerankError": None,
         "fallbackReason": None,
     }
     assert result["budgetMaxTokens"] == 2000

@@ -50,6 +50,7 @@ class ResolutionSchema(ma.Schema):
     strategyUsed = ma.fields.String()
     fusion = ma.fields.String()
     rerankApplied = ma.fields.Boolean()
+    rerankError = ma.fields.String(allow_none=True)
     fallbackReason = ma.fields.String(allow_none=True)
 
 
@@ -121,7 +122,8 @@ class RetrievePreview(MethodView):
                 "vectorStore": "sqlite-vec" if svc.db.vectors.available else "none",
                 "strategyUsed": ranking.strategy_used,
                 "fusion": config.fusion,
-                "rerankApplied": False,
+                "rerankApplied": ranking.rerank_applied,
+                "rerankError": ranking.rerank_error,
                 "fallbackReason": ranking.fallback_reason,
             },
             "totalTokensUsed": sum(
@@ -139,7 +141,8 @@ class EngineStatus(MethodView):
     def get(self):
         """Show the engine: keyword index, embedding source, vector store and backfill"""
         svc = services()
-        resolution = svc.embeddings.resolve(svc.memory_settings.get())
+        settings = svc.memory_settings.get()
+        resolution = svc.embeddings.resolve(settings)
         embedder = resolution.embedder
         with svc.db.read() as conn:
             meta = svc.vectors.meta(conn) if svc.db.vectors.available else None
@@ -167,8 +170,27 @@ class EngineStatus(MethodView):
                 "needsReindex": svc.backfill.pending(),
                 "backfill": svc.backfill.progress.as_dict(),
             },
-            "rerank": {"enabled": False, "available": False, "reason": "not implemented yet"},
+            "rerank": rerank_status(svc, settings),
         }
+
+
+def rerank_status(svc, settings) -> dict:
+    model = settings["rerankProviderModel"]
+    provider = svc.providers.get(model.partition("/")[0]) if model else None
+    reason = None
+    if not settings["rerankEnabled"]:
+        reason = "rerankEnabled is false"
+    elif not model:
+        reason = "no rerankProviderModel is set"
+    elif provider is None:
+        reason = f"no provider for {model!r}"
+    return {
+        "enabled": settings["rerankEnabled"],
+        "model": model,
+        "provider": provider.id if provider else None,
+        "available": reason is None,
+        "reason": reason,
+    }
 
 
 @blp.route("/embedding-providers")

@@ -30,6 +30,8 @@ from .embedding.base import EmbeddingError, signature
 from .embedding.sources import EmbeddingSources
 from .fts import keyword_search
 from .model import Memory, MemoryFilter, estimate_tokens
+from .rerank import MAX_DOCUMENTS as MAX_RERANKED
+from .rerank import Reranker, RerankFailed
 from .store import MemoryStore
 from .vectors import VectorIndex
 
@@ -74,15 +76,22 @@ class Ranking:
     embedding_source: str | None = None
     embedding_model: str | None = None
     fallback_reason: str | None = None
+    rerank_applied: bool = False
+    rerank_error: str | None = None
 
 
 class Retriever:
     def __init__(
-        self, store: MemoryStore, index: VectorIndex, sources: EmbeddingSources | None
+        self,
+        store: MemoryStore,
+        index: VectorIndex,
+        sources: EmbeddingSources | None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.sources = sources
+        self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="omniroute-search")
 
     def retrieve(
@@ -117,6 +126,36 @@ class Retriever:
         session_id: str | None = None,
     ) -> Ranking:
         """Every candidate, scored and ordered best first (no budget applied)."""
+        ranking = self._candidates(api_key_id, query, config, settings, session_id)
+        model = self.reranker.model_for(settings) if self.reranker else None
+        if model and ranking.items and query.strip():
+            self._rerank(ranking, model, query)
+        return ranking
+
+    def _rerank(self, ranking: Ranking, model: str, query: str) -> None:
+        head, tail = ranking.items[:MAX_RERANKED], ranking.items[MAX_RERANKED:]
+        try:
+            order = self.reranker.rerank(model, query, [i.memory.content for i in head])
+        except RerankFailed as exc:
+            ranking.rerank_error = str(exc)
+            return
+        placed = {index for index, _ in order}
+        reordered = []
+        for index, score in order:
+            head[index].score = score
+            reordered.append(head[index])
+        reordered += [item for index, item in enumerate(head) if index not in placed]
+        ranking.items = reordered + tail
+        ranking.rerank_applied = True
+
+    def _candidates(
+        self,
+        api_key_id: str,
+        query: str,
+        config: RetrievalConfig,
+        settings: Mapping[str, Any],
+        session_id: str | None,
+    ) -> Ranking:
         live = MemoryFilter(
             api_key_id=api_key_id,
             session_id=session_id,

@@ -11,7 +11,7 @@ from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.sources import EmbeddingSources
-from omniroute.memory.embedding.static_model import StaticEmbedder
+from omniroute.memory.embedding.static_model import StaticEmbedder, build_state
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
 from omniroute.proxy.providers import Provider
@@ -181,3 +181,12 @@ def test_each_model_is_loaded_once_per_process(sources):
     registry, _ = sources()
     first = registry.resolve(settings(transformersEnabled=True)).embedder
     assert registry.resolve(settings(transformersEnabled=True)).embedder is first
+
+
+def test_the_static_build_state_is_read_from_disk(tmp_path, static_path):
+    target = tmp_path / "embeddings" / "static-minilm-256"
+    assert build_state(target)["state"] == "missing"
+    (tmp_path / "embeddings" / "static-minilm-256.building").mkdir(parents=True)
+    building = build_state(target)
+    assert building["state"] == "building" and building["buildingSince"].endswith("Z")
+    assert build_state(static_path)["state"] == "ready"

@@ -174,3 +174,23 @@ def test_a_fact_from_a_chat_comes_back_by_meaning_through_the_proxy(engine_app, 
     response = chat("Which programming language do I like?")  # no word in common
     assert response.headers["x-omniroute-memories"] == "1"
     assert '"I prefer TypeScript over Python"' in upstream.last_body["messages"][0]["content"]
+
+
+def test_an_embedding_error_falls_back_to_keywords_and_says_why(app, upstream):
+    svc = app.extensions["omniroute"]
+    svc.providers.save(
+        "fake",
+        {
+            "base_url": upstream.base_url,
+            "api_key": "k",
+            "embedding_models": [{"id": "fail-429", "dimensions": 8}],
+        },
+    )
+    svc.memory_settings.update({"embeddingProviderModel": "fake/fail-429"})
+    svc.memories.create(api_key_id="alice", key="city", content="We moved to Lisbon")
+    progress = svc.backfill.run()
+    assert progress.errors == 1 and "rate_limited" in progress.last_error
+    ranking = rank(svc, "Lisbon", strategy="hybrid")
+    assert ranking.strategy_used == "keyword"
+    assert ranking.fallback_reason.startswith("embedding failed (rate_limited)")
+    assert [item.memory.key for item in ranking.items] == ["city"]

@@ -9,6 +9,7 @@ from flask_smorest import Blueprint
 from marshmallow.validate import Length, OneOf, Range
 from sqlalchemy import update
 
+from ..memory.embedding.static_model import build_state
 from ..memory.model import estimate_tokens
 from ..memory.retrieval import MAX_BUDGET_TOKENS, within_budget
 from ..proxy.pipeline import retrieval_config
@@ -156,6 +157,7 @@ class EngineStatus(MethodView):
                 "available": embedder is not None,
                 "reason": resolution.reason,
                 "cacheStats": embedder.stats() if embedder else None,
+                "staticModel": build_state(svc.embeddings.static_path()),
             },
             "vectorStore": {
                 "backend": "sqlite-vec",

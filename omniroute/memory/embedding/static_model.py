@@ -6,10 +6,12 @@ import json
 import logging
 import shutil
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from ...clock import to_iso
 from .base import normalised
 from .transformers_model import default_model_path
 
@@ -32,14 +34,30 @@ def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) ->
     from model2vec.distill import distill
 
     target = default_static_path(data_dir)
-    partial = target.with_name(target.name + ".building")
+    partial = _partial(target)
     shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
     log.info("distilling the static embedding model into %s", target)
     model = distill(model_name=default_model_path(), pca_dims=dimensions)
     model.save_pretrained(str(partial))
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target
+
+
+def _partial(target: Path) -> Path:
+    return target.with_name(target.name + ".building")
+
+
+def build_state(target: Path) -> dict[str, str | None]:
+    """ready, building (with its start) or missing: read from disk, so any process sees it."""
+    partial = _partial(target)
+    if is_static_model(target):
+        return {"state": "ready", "path": str(target), "buildingSince": None}
+    if partial.exists():
+        since = datetime.fromtimestamp(partial.stat().st_mtime, UTC)
+        return {"state": "building", "path": str(target), "buildingSince": to_iso(since)}
+    return {"state": "missing", "path": str(target), "buildingSince": None}
 
 
 def is_static_model(path: Path) -> bool:

@@ -18,10 +18,12 @@ DEFAULTS = {
     "primaryBackend": "sqlite",
     "fallbackBackends": [],
     "backendConfigs": {},
+    "customBaseUrl": None,
+    "customModelId": None,
 }
 
 
-def test_get_returns_all_fifteen_defaults(client, admin):
+def test_get_returns_every_default(client, admin):
     response = client.get("/api/settings/memory", headers=admin)
     assert response.status_code == 200
     assert response.json == DEFAULTS
@@ -68,6 +70,10 @@ NORMALISATION = [
     ("fallbackBackends", "a", []),
     ("backendConfigs", {"a": {"url": "x"}}, {"a": {"url": "x"}}),
     ("backendConfigs", [1], {}),
+    ("customBaseUrl", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+    ("customBaseUrl", "", None),
+    ("customModelId", "bge-small", "bge-small"),
+    ("customModelId", 3, None),
 ]
 
 
@@ -115,6 +121,9 @@ def test_put_with_null_clears_an_optional_model(client, admin):
         ({"fallbackBackends": [1]}, "fallbackBackends.0"),
         ({"backendConfigs": []}, "backendConfigs"),
         ({"memoryEnabled": True}, "memoryEnabled"),
+        ({"customBaseUrl": "http://169.254.169.254/v1"}, "customBaseUrl"),
+        ({"customBaseUrl": "https://u:p@example.com/v1"}, "customBaseUrl"),
+        ({"customModelId": ""}, "customModelId"),
     ],
 )
 def test_put_refuses_values_of_the_wrong_kind_naming_the_field(client, admin, svc, body, field):

@@ -190,3 +190,36 @@ def test_the_static_build_state_is_read_from_disk(tmp_path, static_path):
     building = build_state(target)
     assert building["state"] == "building" and building["buildingSince"].endswith("Z")
     assert build_state(static_path)["state"] == "ready"
+
+
+def test_a_custom_endpoint_uses_the_selected_providers_key_and_probes_its_size(
+    sources, svc, upstream
+):
+    svc.providers.save("fake", {"base_url": "https://api.example.com/v1", "api_key": "sk-sel"})
+    registry, _ = sources()
+    chosen = registry.resolve(
+        settings(
+            embeddingProviderModel="fake/ignored",
+            customBaseUrl=upstream.base_url,
+            customModelId="bge-small",
+        )
+    )
+    embedder = chosen.embedder
+    assert (embedder.source, embedder.model, embedder.dim) == ("remote", "custom/bge-small", 8)
+    assert upstream.requests[-1]["headers"]["Authorization"] == "Bearer sk-sel"
+    assert embedder.embed(["hello"]).shape == (1, 8)
+    registry.resolve(
+        settings(
+            embeddingProviderModel="fake/x",
+            customBaseUrl=upstream.base_url,
+            customModelId="bge-small",
+        )
+    )
+    probes = [r for r in upstream.requests if r["body"].get("input") == ["dimension probe"]]
+    assert len(probes) == 1, "the dimension is probed once"
+
+
+def test_a_failing_custom_endpoint_is_no_source_with_its_reason(sources, upstream):
+    registry, _ = sources()
+    chosen = registry.resolve(settings(customBaseUrl=upstream.base_url, customModelId="fail-401"))
+    assert chosen.embedder is None and "custom endpoint failed (no_key)" in chosen.reason

@@ -1,11 +1,13 @@
 """The retrieval engine with real vectors (the distilled static model) in sqlite-vec."""
 
 import pytest
+import sqlite_vec
 
+from omniroute import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.retrieval import RetrievalConfig
 from omniroute.memory.vectors import VectorIndex
-from tests.conftest import eventually
+from tests.conftest import ADMIN_TOKEN, eventually
 
 FACTS = {
     "job": "I work as a nurse at the city hospital",
@@ -194,3 +196,31 @@ def test_an_embedding_error_falls_back_to_keywords_and_says_why(app, upstream):
     assert ranking.strategy_used == "keyword"
     assert ranking.fallback_reason.startswith("embedding failed (rate_limited)")
     assert [item.memory.key for item in ranking.items] == ["city"]
+
+
+def test_while_the_index_holds_another_models_vectors_search_uses_keywords(svc, alice):
+    svc.memory_settings.update({"embeddingSource": "transformers", "transformersEnabled": True})
+    with svc.backfill._lock:  # hold the backfill so the index stays on the old model
+        ranking = rank(svc, "Lisbon", strategy="hybrid")
+    assert ranking.strategy_used == "keyword"
+    assert ranking.fallback_reason == "the vector index is being rebuilt for the current model"
+    assert [item.memory.key for item in ranking.items] == ["city"]
+
+
+def test_without_sqlite_vec_search_uses_keywords_and_says_why(tmp_path, monkeypatch, static_path):
+    monkeypatch.setattr(sqlite_vec, "load", lambda conn: (_ for _ in ()).throw(OSError("no vec")))
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "MEMORY_STATIC_MODEL": str(static_path),
+        }
+    )
+    svc = app.extensions["omniroute"]
+    svc.memory_settings.update({"staticEnabled": True})
+    svc.memories.create(api_key_id="alice", key="city", content="We moved to Lisbon")
+    assert svc.backfill.run().reason == "sqlite-vec is not loaded"
+    ranking = rank(svc, "Lisbon", strategy="hybrid")
+    assert ranking.fallback_reason == "sqlite-vec is not loaded"
+    assert [item.memory.key for item in ranking.items] == ["city"]
+    svc.close()

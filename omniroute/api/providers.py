@@ -24,7 +24,8 @@ PROVIDER_ID = Regexp(
 )
 
 
-def _base_url(value: str) -> None:
+def guarded_url(value: str) -> None:
+    """Validate an outbound base URL with the outbound URL guard (without resolving it)."""
     try:
         check_base_url(
             value,
@@ -43,7 +44,7 @@ class EmbeddingModelSchema(ma.Schema):
 class ProviderFieldsSchema(ma.Schema):
     """The changeable fields; every one optional (PUT)."""
 
-    baseUrl = ma.fields.String(attribute="base_url", validate=_base_url)
+    baseUrl = ma.fields.String(attribute="base_url", validate=guarded_url)
     apiKey = ma.fields.String(
         attribute="api_key",
         allow_none=True,
@@ -69,7 +70,7 @@ class ProviderFieldsSchema(ma.Schema):
 
 class ProviderCreateSchema(ProviderFieldsSchema):
     id = ma.fields.String(required=True, validate=PROVIDER_ID)
-    baseUrl = ma.fields.String(attribute="base_url", required=True, validate=_base_url)
+    baseUrl = ma.fields.String(attribute="base_url", required=True, validate=guarded_url)
 
 
 class ProviderSchema(ma.Schema):

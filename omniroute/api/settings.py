@@ -11,6 +11,7 @@ from ..memory.settings import EMBEDDING_SOURCES, STRATEGIES, VECTOR_STORES
 from ..proxy.providers import DEFAULT_PROVIDER_SETTING
 from ..services import services
 from .fields import StrictBoolean, StrictNumber, plain_json
+from .providers import guarded_url
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
 
@@ -33,6 +34,11 @@ class MemorySettingsSchema(ma.Schema):
     primaryBackend = ma.fields.String()
     fallbackBackends = ma.fields.List(ma.fields.String())
     backendConfigs = ma.fields.Dict()
+    customBaseUrl = ma.fields.String(
+        allow_none=True,
+        metadata={"description": "A memory-only OpenAI-compatible /embeddings endpoint."},
+    )
+    customModelId = ma.fields.String(allow_none=True)
 
 
 class MemorySettingsUpdateSchema(ma.Schema):
@@ -53,6 +59,8 @@ class MemorySettingsUpdateSchema(ma.Schema):
     primaryBackend = ma.fields.String(validate=Length(min=1))
     fallbackBackends = ma.fields.List(ma.fields.String())
     backendConfigs = ma.fields.Dict(keys=ma.fields.String(), validate=plain_json)
+    customBaseUrl = ma.fields.String(allow_none=True, validate=guarded_url)
+    customModelId = ma.fields.String(allow_none=True, validate=Length(min=1))
 
 
 @blp.route("/memory")

@@ -1,4 +1,4 @@
-"""The memory settings: fifteen fields, their storage keys, defaults and normalisation.
+"""The memory settings: the reference's fifteen fields plus the custom embeddings endpoint.
 
 Normalisation follows the reference: any value that is not of the accepted kind (numeric
 strings included) reads as the field's default; numbers are rounded and clamped.
@@ -87,6 +87,8 @@ FIELDS: tuple[Field, ...] = (
     Field("primaryBackend", "memoryPrimaryBackend", "sqlite", _non_empty_string),
     Field("fallbackBackends", "memoryFallbackBackends", [], _strings),
     Field("backendConfigs", "memoryBackendConfigs", {}, _object),
+    Field("customBaseUrl", "memoryCustomBaseUrl", None, _non_empty_string),
+    Field("customModelId", "memoryCustomModelId", None, _non_empty_string),
 )
 FIELDS_BY_NAME = {field.name: field for field in FIELDS}
 

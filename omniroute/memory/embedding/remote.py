@@ -31,9 +31,21 @@ class RemoteEmbedder:
         self._allow_local = allow_local
         self._timeout = timeout
 
+    def probe_dimensions(self) -> int:
+        """Embed one short text to learn the model's dimension (for custom endpoints)."""
+        return self._post(["dimension probe"]).shape[1]
+
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._post(texts)
+        if vectors.shape != (len(texts), self.dim):
+            raise EmbeddingError(
+                "request_failed", f"{self.model} sent vectors of shape {vectors.shape}"
+            )
+        return normalised(vectors)
+
+    def _post(self, texts: list[str]) -> np.ndarray:
         try:
             base_url = check_base_url(self._provider.base_url, allow_local=self._allow_local)
         except BlockedURL as exc:
@@ -63,8 +75,6 @@ class RemoteEmbedder:
             vectors = np.array([item["embedding"] for item in items], dtype=np.float32)
         except (ValueError, KeyError, TypeError):
             raise EmbeddingError("request_failed", f"{self.model} sent no embeddings") from None
-        if vectors.shape != (len(texts), self.dim):
-            raise EmbeddingError(
-                "request_failed", f"{self.model} sent vectors of shape {vectors.shape}"
-            )
-        return normalised(vectors)
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise EmbeddingError("request_failed", f"{self.model} sent {len(vectors)} vectors")
+        return vectors

@@ -1,9 +1,10 @@
 """Which embedding source serves now (REFERENCE section 6), with each model loaded once.
 
 auto: `remote` when embeddingProviderModel names a provider with a key that lists that
-embedding model, else `static` when staticEnabled, else `transformers` when
-transformersEnabled, else none (keyword search only). An explicit source is used only when
-it is available; otherwise there is none, and the reason says why.
+embedding model (or customBaseUrl names a memory-only endpoint), else `static` when
+staticEnabled, else `transformers` when transformersEnabled, else none (keyword search
+only). An explicit source is used only when it is available; otherwise there is none, and
+the reason says why.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from ...proxy.providers import ProviderStore
-from .base import Embedder
+from ...proxy.providers import Provider, ProviderStore
+from .base import Embedder, EmbeddingError
 from .cache import CachedEmbedder
 from .remote import RemoteEmbedder
 from .static_model import StaticEmbedder, default_static_path, is_static_model
@@ -76,6 +77,8 @@ class EmbeddingSources:
             return self._instances[key]
 
     def _remote(self, settings):
+        if settings["customBaseUrl"]:
+            return self._custom(settings)
         model = settings["embeddingProviderModel"]
         if not model:
             return None, "no embeddingProviderModel is set"
@@ -89,17 +92,43 @@ class EmbeddingSources:
         if bare not in known:
             return None, f"provider {provider_id} lists no embedding model {bare!r}"
         key = ("remote", model, known[bare], provider.base_url, provider.api_key)
-        return self._cached(
-            key,
-            lambda: RemoteEmbedder(
-                self._http,
-                provider,
-                bare,
-                known[bare],
-                allow_local=self._config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
-                timeout=self._config["MEMORY_EMBEDDING_TIMEOUT_SECONDS"],
-            ),
-        ), None
+        return self._cached(key, lambda: self._remote_embedder(provider, bare, known[bare])), None
+
+    def _custom(self, settings):
+        """customBaseUrl (+ customModelId): a memory-only endpoint, with the selected provider's
+        key when embeddingProviderModel names one; its dimension is probed once."""
+        selected = settings["embeddingProviderModel"] or ""
+        provider_id, _, selected_model = selected.partition("/")
+        registered = self._providers.get(provider_id) if provider_id else None
+        model = settings["customModelId"] or selected_model
+        if not model:
+            return None, "customBaseUrl is set but neither customModelId nor a model is"
+        provider = Provider(
+            id="custom",
+            base_url=settings["customBaseUrl"],
+            api_key=registered.api_key if registered else None,
+        )
+        key = ("custom", provider.base_url, model, provider.api_key)
+        with self._lock:
+            known = self._instances.get(key)
+        if known is not None:
+            return known, None
+        probe = self._remote_embedder(provider, model, dim=0)
+        try:
+            dim = probe.probe_dimensions()
+        except EmbeddingError as exc:
+            return None, f"custom endpoint failed ({exc.kind}): {exc}"
+        return self._cached(key, lambda: self._remote_embedder(provider, model, dim)), None
+
+    def _remote_embedder(self, provider: Provider, model: str, dim: int) -> RemoteEmbedder:
+        return RemoteEmbedder(
+            self._http,
+            provider,
+            model,
+            dim,
+            allow_local=self._config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+            timeout=self._config["MEMORY_EMBEDDING_TIMEOUT_SECONDS"],
+        )
 
     def _static(self, settings):
         if not settings["staticEnabled"]:

@@ -7,7 +7,7 @@ import logging
 from flask import current_app
 from rq import get_current_job
 
-from omniroute.memory.embedding.static_model import build_default_static
+from omniroute.memory.embedding.static_model import BuildInProgress, build_default_static
 from omniroute.memory.extraction import store_facts
 from omniroute.services import services
 
@@ -42,9 +42,13 @@ def backfill_vectors() -> int:
     return progress.processed
 
 
-def build_static_model() -> str:
+def build_static_model() -> str | None:
     """Distill the default static embedding model, then embed the memories with it."""
-    path = build_default_static(current_app.config["DATA_DIR"])
+    try:
+        path = build_default_static(current_app.config["DATA_DIR"])
+    except BuildInProgress as exc:
+        log.info("static model: %s; leaving it to that build", exc)
+        return None
     log.info("static embedding model ready at %s", path)
     services().request_backfill()
     return str(path)

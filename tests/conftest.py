@@ -150,14 +150,14 @@ def sdk(gateway):
     return client
 
 
-def eventually(condition, timeout: float = 10.0):
+def eventually(condition, timeout: float = 10.0, interval: float = 0.02):
     """Wait until `condition()` is truthy (background jobs); return its value."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value or time.monotonic() > deadline:
             return value
-        time.sleep(0.02)
+        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")

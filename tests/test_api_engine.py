@@ -160,3 +160,19 @@ def test_the_reindex_command_says_why_it_cannot(engine_app, owner, svc):
 
 def _all(owner):
     return MemoryFilter(api_key_id=owner)
+
+
+def test_enabling_static_builds_its_model_then_embeds_in_the_background(app):
+    """The first time static is enabled, the model is distilled (about 15 s), then used."""
+    svc = app.extensions["omniroute"]
+    svc.memories.create(api_key_id="alice", key="city", content="We moved to Lisbon")
+    response = app.test_client().put(
+        "/api/settings/memory", json={"staticEnabled": True}, headers=ADMIN
+    )
+    assert response.status_code == 200
+
+    def status():
+        return app.test_client().get("/api/memory/engine-status", headers=ADMIN).json
+
+    assert eventually(lambda: status()["vectorStore"]["rowCount"] == 1, 180, interval=0.5)
+    assert status()["embedding"]["source"] == "static"

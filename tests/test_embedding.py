@@ -11,7 +11,12 @@ from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.sources import EmbeddingSources
-from omniroute.memory.embedding.static_model import StaticEmbedder, build_state
+from omniroute.memory.embedding.static_model import (
+    BuildInProgress,
+    StaticEmbedder,
+    build_default_static,
+    build_state,
+)
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
 from omniroute.proxy.providers import Provider
@@ -223,3 +228,9 @@ def test_a_failing_custom_endpoint_is_no_source_with_its_reason(sources, upstrea
     registry, _ = sources()
     chosen = registry.resolve(settings(customBaseUrl=upstream.base_url, customModelId="fail-401"))
     assert chosen.embedder is None and "custom endpoint failed (no_key)" in chosen.reason
+
+
+def test_only_one_static_build_runs_at_a_time(tmp_path):
+    (tmp_path / "embeddings" / "static-minilm-256.building").mkdir(parents=True)
+    with pytest.raises(BuildInProgress):
+        build_default_static(str(tmp_path))

@@ -75,9 +75,13 @@ class MemorySettingsResource(MethodView):
     def put(self, body):
         """Change memory settings
 
-        Writes only the fields given and returns all settings, normalised.
+        Writes only the fields given and returns all settings, normalised. A change of
+        embedding source starts the backfill at once (and the static model's build, the
+        first time static is enabled).
         """
-        return services().memory_settings.update(body)
+        settings = services().memory_settings.update(body)
+        services().request_backfill()
+        return settings
 
 
 class GatewaySettingsSchema(ma.Schema):

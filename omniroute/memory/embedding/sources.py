@@ -21,7 +21,7 @@ from ...proxy.providers import Provider, ProviderStore
 from .base import Embedder, EmbeddingError
 from .cache import CachedEmbedder
 from .remote import RemoteEmbedder
-from .static_model import StaticEmbedder, default_static_path, is_static_model
+from .static_model import StaticEmbedder, default_static_path, is_building, is_static_model
 from .transformers_model import TransformersEmbedder
 
 SOURCE_ORDER = {
@@ -135,10 +135,11 @@ class EmbeddingSources:
             return None, "staticEnabled is false"
         path = self.static_path()
         if not is_static_model(path):
-            if self._on_static_missing is not None and not self._config.get("MEMORY_STATIC_MODEL"):
+            if self._on_static_missing is None or self._config.get("MEMORY_STATIC_MODEL"):
+                return None, f"no model2vec model at {path}"
+            if not is_building(path):
                 self._on_static_missing()
-                return None, f"the static model is being built into {path}"
-            return None, f"no model2vec model at {path}"
+            return None, f"the static model is being built into {path}"
         return self._cached(("static", str(path)), lambda: StaticEmbedder(path)), None
 
     def _transformers(self, settings):

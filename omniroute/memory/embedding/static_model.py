@@ -6,6 +6,7 @@ import json
 import logging
 import shutil
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_STATIC_NAME = "static-minilm-256"
 DEFAULT_DIMENSIONS = 256
+# A half-built model older than this is a build that died: it is cleared and built again.
+STALE_BUILD_SECONDS = 600
+
+
+class BuildInProgress(RuntimeError):
+    """Another process or thread is building the static model right now."""
 
 
 def default_static_path(data_dir: str) -> Path:
@@ -35,8 +42,13 @@ def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) ->
 
     target = default_static_path(data_dir)
     partial = _partial(target)
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    if partial.exists() and time.time() - partial.stat().st_mtime > STALE_BUILD_SECONDS:
+        shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        partial.mkdir()  # fails while another build holds it: one build at a time
+    except FileExistsError:
+        raise BuildInProgress(f"{partial} is being built") from None
     log.info("distilling the static embedding model into %s", target)
     model = distill(model_name=default_model_path(), pca_dims=dimensions)
     model.save_pretrained(str(partial))
@@ -47,6 +59,10 @@ def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) ->
 
 def _partial(target: Path) -> Path:
     return target.with_name(target.name + ".building")
+
+
+def is_building(target: Path) -> bool:
+    return build_state(target)["state"] == "building"
 
 
 def build_state(target: Path) -> dict[str, str | None]:

@@ -167,14 +167,20 @@ class Retriever:
         if not query.strip():
             return Ranking(strategy_used=config.strategy, fallback_reason="no query text")
         ranking = Ranking(strategy_used=config.strategy)
+        embedder = None
+        if config.strategy != "keyword":
+            embedder = self._embedder(settings, ranking)
+        if embedder is None:  # keyword search alone: no thread, no embedding
+            keyword = self._keyword(live, query)
+            ranking.strategy_used = "keyword"
+            ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
+            return ranking
         # Hybrid runs the keyword search beside the vector search: SQLite lets go of the GIL
         # while it works, so on two cores the slower of the two sets the time, not their sum.
         keyword_job = None
         if config.strategy == "hybrid":
             keyword_job = self._pool.submit(self._keyword, live, query)
-        vector = None
-        if config.strategy != "keyword":
-            vector = self._vector(live, query, config, settings, ranking)
+        vector = self._vector(embedder, live, query, config, ranking)
         if vector is not None and config.strategy == "semantic":
             ranking.items = [Ranked(m, sim, "vector", vec_score=sim) for m, sim in vector]
             return ranking
@@ -198,15 +204,8 @@ class Retriever:
                 limit=CANDIDATES,
             )
 
-    def _vector(
-        self,
-        live: MemoryFilter,
-        query: str,
-        config: RetrievalConfig,
-        settings: Mapping[str, Any],
-        ranking: Ranking,
-    ) -> list[tuple[Memory, float]] | None:
-        """Nearest live memories above the floor, or None (with the reason) when unavailable."""
+    def _embedder(self, settings: Mapping[str, Any], ranking: Ranking):
+        """The embedder whose vectors the index holds, or None (with the reason)."""
         if not self.store.db.vectors.available:
             ranking.fallback_reason = "sqlite-vec is not loaded"
             return None
@@ -225,6 +224,17 @@ class Retriever:
             ranking.fallback_reason = "the vector index is being rebuilt for the current model"
             self.store.notify_write()
             return None
+        return embedder
+
+    def _vector(
+        self,
+        embedder,
+        live: MemoryFilter,
+        query: str,
+        config: RetrievalConfig,
+        ranking: Ranking,
+    ) -> list[tuple[Memory, float]] | None:
+        """Nearest live memories above the floor, or None (with the reason) on an error."""
         try:
             query_vector = embedder.embed([query])[0]
         except EmbeddingError as exc:

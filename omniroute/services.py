@@ -62,47 +62,38 @@ class Services:
                 app.config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
             ),
         )
-        svc = cls(
+        jobs = JobQueue(app, client)
+        embeddings = EmbeddingSources(
+            app.config, providers, http, on_static_missing=lambda: request_static_model(jobs)
+        )
+        reranker = Reranker(
+            providers, http, allow_local=app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
+        )
+        memories.on_write = lambda: request_backfill(jobs)
+        return cls(
             db=database,
             memories=memories,
             access=AccessRecorder(memories),
             vectors=vectors,
-            embeddings=None,  # type: ignore[arg-type]  # set below: it calls back into svc
-            backfill=None,  # type: ignore[arg-type]
-            retriever=None,  # type: ignore[arg-type]
+            embeddings=embeddings,
+            backfill=Backfill(memories, vectors, embeddings, memory_settings),
+            retriever=Retriever(memories, vectors, embeddings, reranker),
             keys=ApiKeyStore(database),
             settings=settings,
             memory_settings=memory_settings,
             providers=providers,
             redis=client,
-            jobs=JobQueue(app, client),
+            jobs=jobs,
             http=http,
         )
-        svc.embeddings = EmbeddingSources(
-            app.config, providers, http, on_static_missing=svc.request_static_model
-        )
-        svc.backfill = Backfill(memories, vectors, svc.embeddings, memory_settings)
-        reranker = Reranker(
-            providers, http, allow_local=app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
-        )
-        svc.retriever = Retriever(memories, vectors, svc.embeddings, reranker)
-        memories.on_write = svc.request_backfill
-        return svc
 
-    # The job functions import this module, so they are imported when first needed.
     def request_backfill(self) -> None:
         """Start the embedding backfill in the background (folded if one already waits)."""
-        from jobs import BACKFILL_JOB_ID, EMBEDDINGS_QUEUE
-        from jobs.memory import backfill_vectors
-
-        self.jobs.enqueue(EMBEDDINGS_QUEUE, backfill_vectors, unique_id=BACKFILL_JOB_ID)
+        request_backfill(self.jobs)
 
     def request_static_model(self) -> None:
         """Build the default static model in the background, then backfill with it."""
-        from jobs import EMBEDDINGS_QUEUE, STATIC_MODEL_JOB_ID
-        from jobs.memory import build_static_model
-
-        self.jobs.enqueue(EMBEDDINGS_QUEUE, build_static_model, unique_id=STATIC_MODEL_JOB_ID)
+        request_static_model(self.jobs)
 
     def close(self) -> None:
         self.access.flush()
@@ -114,6 +105,21 @@ class Services:
 
     def install(self, app) -> None:
         app.extensions[_EXTENSION] = self
+
+
+# The job functions import this module, so they are imported when first needed.
+def request_backfill(jobs: JobQueue) -> None:
+    from jobs import BACKFILL_JOB_ID, EMBEDDINGS_QUEUE
+    from jobs.memory import backfill_vectors
+
+    jobs.enqueue(EMBEDDINGS_QUEUE, backfill_vectors, unique_id=BACKFILL_JOB_ID)
+
+
+def request_static_model(jobs: JobQueue) -> None:
+    from jobs import EMBEDDINGS_QUEUE, STATIC_MODEL_JOB_ID
+    from jobs.memory import build_static_model
+
+    jobs.enqueue(EMBEDDINGS_QUEUE, build_static_model, unique_id=STATIC_MODEL_JOB_ID)
 
 
 def services() -> Services:

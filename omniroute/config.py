@@ -113,6 +113,13 @@ SETTINGS: tuple[Setting, ...] = (
         "`<DATA_DIR>/admin_token` (mode 0600); its path is logged, the token never.",
         _optional,
     ),
+    Setting(
+        "OMNIROUTE_API_KEY",
+        None,
+        "The gateway key (`sk-omr-...`) that the stdio MCP server (`python -m omniroute.mcp`) "
+        "acts as.",
+        _optional,
+    ),
     Setting("LOG_LEVEL", "INFO", "Python log level: DEBUG, INFO, WARNING or ERROR.", _log_level),
     Setting(
         "MAX_BODY_BYTES",

@@ -1,7 +1,8 @@
 """The web process: the Flask app served by uvicorn (`python -m omniroute.serve`).
 
-Flask runs behind a2wsgi's WSGI-to-ASGI bridge on a pool of threads, so streamed responses
-reach clients chunk by chunk and ASGI apps (the MCP server) can later share the port.
+The MCP server's streamable HTTP app answers /mcp; every other path goes to Flask, which runs
+behind a2wsgi's WSGI-to-ASGI bridge on a pool of threads, so streamed responses reach clients
+chunk by chunk.
 """
 
 from __future__ import annotations
@@ -9,12 +10,24 @@ from __future__ import annotations
 import uvicorn
 from a2wsgi import WSGIMiddleware
 from flask import Flask
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from . import create_app
+from .mcp.server import build_server
 
 
-def asgi_app(app: Flask) -> WSGIMiddleware:
-    return WSGIMiddleware(app, workers=app.config["WEB_THREADS"])
+def asgi_app(app: Flask) -> Starlette:
+    """MCP's streamable HTTP app at /mcp, with every Flask route mounted beside it."""
+    base_url = f"http://{app.config['HOST']}:{app.config['PORT']}"
+    server = build_server(
+        app.extensions["omniroute"],
+        admin_token=app.config["OMNIROUTE_ADMIN_TOKEN"],
+        base_url=base_url,
+    )
+    combined = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
+    combined.routes.append(Mount("/", app=WSGIMiddleware(app, workers=app.config["WEB_THREADS"])))
+    return combined
 
 
 def main() -> None:

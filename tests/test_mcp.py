@@ -1,0 +1,218 @@
+"""The MCP server through the official MCP client, over streamable HTTP and stdio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from omniroute.memory.model import MemoryFilter
+from tests.conftest import ADMIN_TOKEN
+from tests.test_processes import environment
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = {
+    "omniroute_memory_search",
+    "omniroute_memory_add",
+    "omniroute_memory_get",
+    "omniroute_memory_update",
+    "omniroute_memory_delete",
+    "omniroute_memory_clear",
+}
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str):
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session, tool: str, **arguments):
+    """(is_error, payload): the decoded JSON, or the error text."""
+    result = await session.call_tool(tool, arguments)
+    text = result.content[0].text
+    return result.is_error, (text if result.is_error else json.loads(text))
+
+
+@pytest.fixture
+def keys(gateway_app):
+    svc = gateway_app.extensions["omniroute"]
+    alice, alice_secret = svc.keys.create("alice")
+    bob, bob_secret = svc.keys.create("bob")
+    return {"alice": (alice.id, alice_secret), "bob": (bob.id, bob_secret)}
+
+
+def run(work):
+    return anyio.run(work)
+
+
+def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys):
+    alice_id, secret = keys["alice"]
+
+    async def work():
+        async with http_session(gateway.url, secret) as session:
+            assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+            error, added = await call(
+                session, "omniroute_memory_add", key="pref:lang", content="I prefer TypeScript"
+            )
+            assert not error and added["data"]["memory"]["apiKeyId"] == alice_id
+            memory_id = added["data"]["memory"]["id"]
+            _, found = await call(session, "omniroute_memory_search", query="TypeScript")
+            assert [m["id"] for m in found["data"]["memories"]] == [memory_id]
+            _, newest = await call(session, "omniroute_memory_search")
+            assert newest["data"]["count"] == 1
+            _, got = await call(session, "omniroute_memory_get", id=memory_id)
+            assert got["data"]["memory"]["content"] == "I prefer TypeScript"
+            _, fixed = await call(
+                session, "omniroute_memory_update", id=memory_id, content="I prefer Rust"
+            )
+            assert fixed["data"]["memory"]["content"] == "I prefer Rust"
+            error, _ = await call(session, "omniroute_memory_delete", id=memory_id)
+            assert not error
+            error, text = await call(session, "omniroute_memory_get", id=memory_id)
+            assert error and "not found" in text
+
+    run(work)
+
+
+def test_clear_deletes_every_match_not_only_fifty(gateway, keys, gateway_app):
+    alice_id, secret = keys["alice"]
+    svc = gateway_app.extensions["omniroute"]
+    for number in range(60):
+        svc.memories.create(api_key_id=alice_id, key=f"k{number}", content=f"fact {number}")
+    svc.memories.create(api_key_id=alice_id, key="p", content="a procedure", type="procedural")
+
+    async def work():
+        async with http_session(gateway.url, secret) as session:
+            _, result = await call(session, "omniroute_memory_clear", type="factual")
+            assert result["deletedCount"] == 60
+            _, rest = await call(session, "omniroute_memory_search")
+            assert [m["key"] for m in rest["data"]["memories"]] == ["p"]
+            _, future = await call(session, "omniroute_memory_clear", olderThan="2000-01-01")
+            assert future["deletedCount"] == 0
+
+    run(work)
+
+
+def test_one_key_cannot_reach_another_keys_memories(gateway, keys, gateway_app):
+    alice_id, _ = keys["alice"]
+    svc = gateway_app.extensions["omniroute"]
+    memory, _ = svc.memories.create(api_key_id=alice_id, key="secret", content="Alice's secret")
+
+    async def work():
+        async with http_session(gateway.url, keys["bob"][1]) as session:
+            for tool, arguments in [
+                ("omniroute_memory_get", {"id": memory.id}),
+                ("omniroute_memory_update", {"id": memory.id, "content": "hacked"}),
+                ("omniroute_memory_delete", {"id": memory.id}),
+                ("omniroute_memory_search", {"apiKeyId": alice_id}),
+                ("omniroute_memory_clear", {"apiKeyId": alice_id}),
+            ]:
+                error, text = await call(session, tool, **arguments)
+                assert error, tool
+            _, found = await call(session, "omniroute_memory_search", query="secret")
+            assert found["data"]["memories"] == []
+
+    run(work)
+    assert svc.memories.get(memory.id).content == "Alice's secret"
+
+
+def test_the_admin_names_the_key_it_acts_on(gateway, keys):
+    alice_id, _ = keys["alice"]
+
+    async def work():
+        async with http_session(gateway.url, ADMIN_TOKEN) as session:
+            error, text = await call(session, "omniroute_memory_add", key="k", content="c")
+            assert error and "apiKeyId is required" in text
+            error, added = await call(
+                session, "omniroute_memory_add", apiKeyId=alice_id, key="k", content="hello"
+            )
+            assert not error and added["data"]["memory"]["apiKeyId"] == alice_id
+
+    run(work)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("omniroute_memory_clear", {"olderThan": "last tuesday"}, "olderThan"),
+        ("omniroute_memory_add", {"key": "k", "content": "c", "type": "opinion"}, "type"),
+        ("omniroute_memory_add", {"key": "", "content": "c"}, "key"),
+        ("omniroute_memory_search", {"maxTokens": 0}, "maxTokens"),
+        ("omniroute_memory_update", {"id": "x"}, "at least one field"),
+    ],
+)
+def test_bad_arguments_are_tool_errors_naming_the_problem(gateway, keys, tool, arguments, field):
+    async def work():
+        async with http_session(gateway.url, keys["alice"][1]) as session:
+            error, text = await call(session, tool, **arguments)
+            assert error and field in text
+            assert not (await call(session, "omniroute_memory_search"))[0], "still serving"
+
+    run(work)
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer sk-omr-wrong"}])
+def test_http_needs_a_valid_bearer_token(gateway, headers):
+    response = httpx.post(
+        f"{gateway.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+    )
+    assert response.status_code == 401
+
+
+def stdio_parameters(tmp_path, secret: str) -> StdioServerParameters:
+    env = environment(DATA_DIR=str(tmp_path), OMNIROUTE_API_KEY=secret, LOG_LEVEL="WARNING")
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "omniroute.mcp"], env=env, cwd=str(ROOT)
+    )
+
+
+def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys):
+    alice_id, secret = keys["alice"]
+
+    async def work():
+        async with stdio_client(stdio_parameters(tmp_path, secret)) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+                _, added = await call(session, "omniroute_memory_add", key="k", content="via stdio")
+                assert added["data"]["memory"]["apiKeyId"] == alice_id
+                error, _ = await call(session, "omniroute_memory_search", apiKeyId=keys["bob"][0])
+                assert error
+
+    run(work)
+    found = gateway_app.extensions["omniroute"].memories.find(_filter(alice_id))
+    assert [memory.content for memory in found] == ["via stdio"]
+
+
+def test_stdio_refuses_to_start_without_a_valid_key(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "omniroute.mcp"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path), OMNIROUTE_API_KEY="sk-omr-nope"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert "OMNIROUTE_API_KEY must be an active gateway key" in result.stderr
+
+
+def _filter(owner):
+    return MemoryFilter(api_key_id=owner)

@@ -233,5 +233,6 @@ class Reindex(MethodView):
         if body["force"]:
             with svc.db.write() as conn:
                 conn.execute(update(memories).values(needs_reindex=1))
+        pending = svc.backfill.pending()  # before the backfill starts eating into it
         svc.request_backfill()
-        return {"started": True, "pending": svc.backfill.pending()}
+        return {"started": True, "pending": pending}

@@ -20,11 +20,7 @@ from .mcp.server import build_server
 def asgi_app(app: Flask) -> Starlette:
     """MCP's streamable HTTP app at /mcp, with every Flask route mounted beside it."""
     base_url = f"http://{app.config['HOST']}:{app.config['PORT']}"
-    server = build_server(
-        app.extensions["omniroute"],
-        admin_token=app.config["OMNIROUTE_ADMIN_TOKEN"],
-        base_url=base_url,
-    )
+    server = build_server(app.extensions["omniroute"], app.config, base_url=base_url)
     combined = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
     combined.routes.append(Mount("/", app=WSGIMiddleware(app, workers=app.config["WEB_THREADS"])))
     return combined

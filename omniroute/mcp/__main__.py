@@ -21,7 +21,7 @@ def main() -> int:
         return 2
     server = build_server(
         svc,
-        admin_token=app.config["OMNIROUTE_ADMIN_TOKEN"],
+        app.config,
         base_url=f"http://{app.config['HOST']}:{app.config['PORT']}",
         stdio_caller=Caller(key.id),
     )

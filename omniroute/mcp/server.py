@@ -6,7 +6,7 @@ with a clear message; the server itself never crashes on bad input.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -19,8 +19,9 @@ from pydantic import Field
 from ..api.memory_schemas import MemorySchema
 from ..clock import to_iso
 from ..memory.model import MemoryFilter, estimate_tokens
-from ..memory.retrieval import RetrievalConfig, within_budget
+from ..memory.retrieval import within_budget
 from ..memory.store import KeyConflict, MemoryNotFound
+from ..proxy.pipeline import retrieval_config
 from ..services import Services
 from .auth import Caller, GatewayTokenVerifier, current_caller
 
@@ -36,12 +37,17 @@ def _memory(memory) -> dict[str, Any]:
 
 
 def build_server(
-    svc: Services, *, admin_token: str, base_url: str, stdio_caller: Caller | None = None
+    svc: Services,
+    config: Mapping[str, Any],
+    *,
+    base_url: str,
+    stdio_caller: Caller | None = None,
 ) -> MCPServer:
+    """The MCP server for one app: `config` is the app's (admin token, MEMORY_* settings)."""
     server = MCPServer(
         "omniroute-memory",
         instructions="Search, add, correct and clear the memories of your OmniRoute key.",
-        token_verifier=GatewayTokenVerifier(admin_token, svc.keys),
+        token_verifier=GatewayTokenVerifier(config["OMNIROUTE_ADMIN_TOKEN"], svc.keys),
         auth=AuthSettings(
             issuer_url=base_url,
             resource_server_url=f"{base_url}/mcp",
@@ -77,7 +83,7 @@ def build_server(
                 ranking = svc.retriever.rank(
                     api_key_id=owner,
                     query=query,
-                    config=RetrievalConfig.from_settings(settings, top_k=100),
+                    config=retrieval_config(settings, config),  # as the proxy retrieves
                     settings=settings,
                 )
                 found = [item.memory for item in ranking.items]

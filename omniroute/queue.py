@@ -82,9 +82,12 @@ class JobQueue:
     ) -> None:
         if self._redis is not None:
             try:
-                if job_id in self._waiting and self._waits_in_rq(job_id):
-                    self._started(job_id)
-                    return
+                unique_id = job_id if job_id in self._waiting else None
+                if unique_id is not None:
+                    job_id = self._free_rq_slot(unique_id)
+                    if job_id is None:  # a run of this job already waits in RQ
+                        self._started(unique_id)
+                        return
                 Queue(queue_name, connection=self._redis).enqueue_call(
                     func,
                     args=args,
@@ -94,18 +97,29 @@ class JobQueue:
                     result_ttl=RESULT_TTL,
                 )
                 log.debug("job %s queued on %s", job_id, queue_name)
-                self._started(job_id)
+                if unique_id is not None:
+                    self._started(unique_id)
                 return
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("job %s: Redis unavailable (%s); running it in-process", job_id, exc)
         self._run_here(func, args, job_id)
 
-    def _waits_in_rq(self, job_id: str) -> bool:
-        try:
-            status = Job.fetch(job_id, connection=self._redis).get_status()
-        except NoSuchJobError:
-            return False
-        return status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED)
+    def _free_rq_slot(self, unique_id: str) -> str | None:
+        """The id to queue a unique job under, or None when a run of it already waits.
+
+        Two slots take turns, so that one run may wait while another runs, and the id of a
+        running job (whose record its worker still writes) is never reused.
+        """
+        for candidate in (unique_id, f"{unique_id}-next"):
+            try:
+                status = Job.fetch(candidate, connection=self._redis).get_status()
+            except NoSuchJobError:
+                return candidate
+            if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+                return None
+            if status != JobStatus.STARTED:
+                return candidate
+        return None
 
     def _started(self, job_id: str) -> None:
         with self._lock:

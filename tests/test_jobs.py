@@ -134,3 +134,11 @@ def test_an_in_process_job_that_keeps_failing_is_logged_with_its_id(local_jobs, 
         local_jobs.wait(10)
     assert job_functions.CALLS == ["doomed"] * 4
     assert f"job {job_id} (always_fails) failed 4 times" in caplog.text
+
+
+def test_a_unique_job_waits_in_rq_at_most_once(make_app, redis_db):
+    jobs = make_app(REDIS_URL=REDIS_TEST_URL).extensions["omniroute"].jobs
+    for _ in range(3):
+        jobs.enqueue("default", job_functions.fails_twice, "u", unique_id="only-one")
+        jobs.wait(10)
+    assert Queue("default", connection=redis_db).get_job_ids() == ["only-one"]

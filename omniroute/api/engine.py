@@ -98,8 +98,8 @@ class RetrievePreview(MethodView):
             settings=settings,
             session_id=body.get("sessionId"),
         )
-        budget = min(body["maxTokens"], MAX_BUDGET_TOKENS)
-        injected = {m.id for m in within_budget([i.memory for i in ranking.items], budget)}
+        found = [item.memory for item in ranking.items]
+        injected = {memory.id for memory in within_budget(found, body["maxTokens"])}
         shown = ranking.items[: body["limit"]]
         return {
             "memories": [
@@ -132,7 +132,7 @@ class RetrievePreview(MethodView):
                 for item in ranking.items
                 if item.memory.id in injected
             ),
-            "budgetMaxTokens": budget,
+            "budgetMaxTokens": min(body["maxTokens"], MAX_BUDGET_TOKENS),
         }
 
 

@@ -94,28 +94,6 @@ class Retriever:
         self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="omniroute-search")
 
-    def retrieve(
-        self,
-        *,
-        api_key_id: str,
-        query: str,
-        config: RetrievalConfig,
-        settings: Mapping[str, Any],
-        session_id: str | None = None,
-    ) -> list[Memory]:
-        """The memories to inject, best first, within the token budget."""
-        if config.max_tokens <= 0:
-            return []
-        ranking = self.rank(
-            api_key_id=api_key_id,
-            query=query,
-            config=config,
-            settings=settings,
-            session_id=session_id,
-        )
-        budget = min(config.max_tokens, MAX_BUDGET_TOKENS)
-        return within_budget([item.memory for item in ranking.items], budget)
-
     def rank(
         self,
         *,
@@ -291,12 +269,16 @@ def _min_max(scores: dict[str, float]) -> dict[str, float]:
     return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
-def within_budget(found: list[Memory], budget: int) -> list[Memory]:
+def within_budget(found: list[Memory], max_tokens: int) -> list[Memory]:
     """Take memories in order while their tokens fit the budget (REFERENCE section 4.6).
 
-    The first memory that does not fit ends the walk, except that a first memory is taken
-    even when it alone is over the budget.
+    The budget is `max_tokens` clamped to MAX_BUDGET_TOKENS; none at all takes nothing. The
+    first memory that does not fit ends the walk, except that a first memory is taken even
+    when it alone is over the budget.
     """
+    if max_tokens <= 0:
+        return []
+    budget = min(max_tokens, MAX_BUDGET_TOKENS)
     taken: list[Memory] = []
     used = 0
     for memory in found:

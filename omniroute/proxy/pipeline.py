@@ -12,7 +12,7 @@ from flask import Request, current_app
 from jobs import EXTRACTION_QUEUE
 from jobs.memory import extract_facts
 
-from ..memory.retrieval import RetrievalConfig
+from ..memory.retrieval import RetrievalConfig, within_budget
 from ..services import Services
 from .conversation import last_user_text
 from .injection import inject, render
@@ -64,12 +64,13 @@ class MemoryTurn:
         """Return the body to forward: with the relevant memories injected, if any."""
         if not self.enabled or self.config is None:
             return body
-        memories = svc.retriever.retrieve(
+        ranking = svc.retriever.rank(
             api_key_id=self.api_key_id,
             query=self.user_text,
             config=self.config,
             settings=self.settings,
         )
+        memories = within_budget([item.memory for item in ranking.items], self.config.max_tokens)
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]

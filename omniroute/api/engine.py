@@ -9,10 +9,8 @@ from flask_smorest import Blueprint
 from marshmallow.validate import Length, OneOf, Range
 from sqlalchemy import update
 
-from ..memory.embedding.static_model import build_state
-from ..memory.model import estimate_tokens
-from ..memory.retrieval import MAX_BUDGET_TOKENS, within_budget
-from ..proxy.pipeline import retrieval_config
+from ..memory.engine_status import engine_status
+from ..memory.preview import preview_retrieval
 from ..services import services
 from ..tables import memories
 from .fields import StrictBoolean
@@ -85,55 +83,16 @@ class RetrievePreview(MethodView):
         shows why each ranked where it did, and marks which fit the token budget. Changes
         nothing: no access is counted.
         """
-        svc = services()
-        settings = svc.memory_settings.get()
-        config = retrieval_config(
-            {**settings, "strategy": body["strategy"], "maxTokens": body["maxTokens"]},
+        return preview_retrieval(
+            services(),
             current_app.config,
-        )
-        ranking = svc.retriever.rank(
             api_key_id=body["apiKeyId"],
             query=body["query"],
-            config=config,
-            settings=settings,
+            strategy=body["strategy"],
+            max_tokens=body["maxTokens"],
+            limit=body["limit"],
             session_id=body.get("sessionId"),
         )
-        found = [item.memory for item in ranking.items]
-        injected = {memory.id for memory in within_budget(found, body["maxTokens"])}
-        shown = ranking.items[: body["limit"]]
-        return {
-            "memories": [
-                {
-                    "id": item.memory.id,
-                    "type": item.memory.type,
-                    "key": item.memory.key,
-                    "content": item.memory.content,
-                    "score": item.score,
-                    "tokens": estimate_tokens(item.memory.content),
-                    "tier": item.tier,
-                    "vecScore": item.vec_score,
-                    "ftsScore": item.fts_score,
-                    "injected": item.memory.id in injected,
-                }
-                for item in shown
-            ],
-            "resolution": {
-                "embeddingSource": ranking.embedding_source,
-                "embeddingModel": ranking.embedding_model,
-                "vectorStore": "sqlite-vec" if svc.db.vectors.available else "none",
-                "strategyUsed": ranking.strategy_used,
-                "fusion": config.fusion,
-                "rerankApplied": ranking.rerank_applied,
-                "rerankError": ranking.rerank_error,
-                "fallbackReason": ranking.fallback_reason,
-            },
-            "totalTokensUsed": sum(
-                estimate_tokens(item.memory.content)
-                for item in ranking.items
-                if item.memory.id in injected
-            ),
-            "budgetMaxTokens": min(body["maxTokens"], MAX_BUDGET_TOKENS),
-        }
 
 
 @blp.route("/engine-status")
@@ -141,58 +100,7 @@ class EngineStatus(MethodView):
     @blp.response(200)
     def get(self):
         """Show the engine: keyword index, embedding source, vector store and backfill"""
-        svc = services()
-        settings = svc.memory_settings.get()
-        resolution = svc.embeddings.resolve(settings)
-        embedder = resolution.embedder
-        with svc.db.read() as conn:
-            meta = svc.vectors.meta(conn) if svc.db.vectors.available else None
-            rows = svc.vectors.count(conn) if svc.db.vectors.available else 0
-        return {
-            "keyword": {"available": True, "backend": "FTS5"},
-            "embedding": {
-                "source": embedder.source if embedder else None,
-                "model": embedder.model if embedder else None,
-                "dimensions": embedder.dim if embedder else None,
-                "available": embedder is not None,
-                "reason": resolution.reason,
-                "cacheStats": embedder.stats() if embedder else None,
-                "staticModel": build_state(svc.embeddings.static_path()),
-            },
-            "vectorStore": {
-                "backend": "sqlite-vec",
-                "available": svc.db.vectors.available,
-                "version": svc.db.vectors.version,
-                "reason": svc.db.vectors.error,
-                "quantization": svc.vectors.quantization,
-                "signature": meta.signature if meta else None,
-                "dimensions": meta.active_dim if meta else None,
-                "lastResetAt": meta.last_reset_at if meta else None,
-                "rowCount": rows,
-                "needsReindex": svc.backfill.pending(),
-                "backfill": svc.backfill.progress.as_dict(),
-            },
-            "rerank": rerank_status(svc, settings),
-        }
-
-
-def rerank_status(svc, settings) -> dict:
-    model = settings["rerankProviderModel"]
-    provider = svc.providers.get(model.partition("/")[0]) if model else None
-    reason = None
-    if not settings["rerankEnabled"]:
-        reason = "rerankEnabled is false"
-    elif not model:
-        reason = "no rerankProviderModel is set"
-    elif provider is None:
-        reason = f"no provider for {model!r}"
-    return {
-        "enabled": settings["rerankEnabled"],
-        "model": model,
-        "provider": provider.id if provider else None,
-        "available": reason is None,
-        "reason": reason,
-    }
+        return engine_status(services())
 
 
 @blp.route("/embedding-providers")

@@ -1,0 +1,73 @@
+"""Preview a retrieval: what the gateway would inject for a query, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..proxy.pipeline import retrieval_config
+from .model import estimate_tokens
+from .retrieval import MAX_BUDGET_TOKENS, within_budget
+
+
+def preview_retrieval(
+    svc,
+    app_config: Mapping[str, Any],
+    *,
+    api_key_id: str,
+    query: str,
+    strategy: str,
+    max_tokens: int,
+    limit: int,
+    session_id: str | None = None,
+) -> dict[str, Any]:
+    """Rank the key's memories as the gateway would, with each one's scores and the budget.
+
+    Changes nothing: no access is counted.
+    """
+    settings = svc.memory_settings.get()
+    config = retrieval_config(
+        {**settings, "strategy": strategy, "maxTokens": max_tokens}, app_config
+    )
+    ranking = svc.retriever.rank(
+        api_key_id=api_key_id,
+        query=query,
+        config=config,
+        settings=settings,
+        session_id=session_id,
+    )
+    found = [item.memory for item in ranking.items]
+    injected = {memory.id for memory in within_budget(found, max_tokens)}
+    return {
+        "memories": [
+            {
+                "id": item.memory.id,
+                "type": item.memory.type,
+                "key": item.memory.key,
+                "content": item.memory.content,
+                "score": item.score,
+                "tokens": estimate_tokens(item.memory.content),
+                "tier": item.tier,
+                "vecScore": item.vec_score,
+                "ftsScore": item.fts_score,
+                "injected": item.memory.id in injected,
+            }
+            for item in ranking.items[:limit]
+        ],
+        "resolution": {
+            "embeddingSource": ranking.embedding_source,
+            "embeddingModel": ranking.embedding_model,
+            "vectorStore": "sqlite-vec" if svc.db.vectors.available else "none",
+            "strategyUsed": ranking.strategy_used,
+            "fusion": config.fusion,
+            "rerankApplied": ranking.rerank_applied,
+            "rerankError": ranking.rerank_error,
+            "fallbackReason": ranking.fallback_reason,
+        },
+        "totalTokensUsed": sum(
+            estimate_tokens(item.memory.content)
+            for item in ranking.items
+            if item.memory.id in injected
+        ),
+        "budgetMaxTokens": min(max_tokens, MAX_BUDGET_TOKENS),
+    }

@@ -52,6 +52,8 @@ ROUTES = [
     ("GET", "/api/memory/engine-status"),
     ("GET", "/api/memory/embedding-providers"),
     ("POST", "/api/memory/reindex"),
+    ("GET", "/api/memory/export"),
+    ("POST", "/api/memory/import"),
     ("GET", "/api/no-such-route"),
 ]
 

@@ -9,7 +9,7 @@ from flask_smorest import Api
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
 from ..proxy import routes as gateway
-from . import engine, health, keys, memories, providers, settings
+from . import engine, health, keys, memories, memory_transfer, providers, settings
 
 DOCS_ASSETS_URL = "/docs/assets/"
 
@@ -61,7 +61,7 @@ def init_app(app: Flask) -> None:
     api = OmniApi(app)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
-    for module in (engine, memories, keys, providers, settings, health, gateway):
+    for module in (engine, memory_transfer, memories, keys, providers, settings, health, gateway):
         api.register_blueprint(module.blp)
     if app.config["OMNIROUTE_PROVIDERS"]:
         with app.app_context():

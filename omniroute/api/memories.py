@@ -10,7 +10,7 @@ from flask_smorest import Blueprint, abort
 
 from ..clock import to_iso
 from ..errors import error_payload
-from ..memory.model import MemoryFilter
+from ..memory.model import Memory, MemoryFilter
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..memory.verify import verify_pipeline
 from ..services import services
@@ -48,30 +48,9 @@ class MemoryCollection(MethodView):
         Newest first, expired memories left out. `offset` wins over `page`; `stats` counts
         every memory matching the filters, not only this page.
         """
-        store = services().memories
         limit = args["limit"]
         offset = args.get("offset", (args["page"] - 1) * limit)
-        filters = MemoryFilter(
-            api_key_id=args.get("apiKeyId"),
-            type=args.get("type"),
-            session_id=args.get("sessionId"),
-            text=args.get("q"),
-        )
-        page = store.list_page(filters, limit=limit, offset=offset)
-        return {
-            "data": page.data,
-            "total": page.total,
-            "page": offset // limit + 1,
-            "limit": limit,
-            "totalPages": math.ceil(page.total / limit),
-            "stats": {
-                "total": page.total,
-                "byType": page.by_type,
-                "tokensUsed": page.tokens_used,
-                "hitRate": round(page.accessed / page.total, 4) if page.total else 0.0,
-                "cacheStats": {"hits": store.cache_hits, "misses": store.cache_misses},
-            },
-        }
+        return memory_listing(list_filters(args), limit=limit, offset=offset)
 
     @blp.arguments(MemoryCreateSchema)
     @blp.response(201, MemoryCreatedSchema)
@@ -82,21 +61,60 @@ class MemoryCollection(MethodView):
         and its metadata is merged with the new metadata (new values win).
         """
         if services().keys.get(body["apiKeyId"]) is None:
-            _invalid("apiKeyId", "No active API key has this id.")
-        expires_at = body["expiresAt"]
+            _invalid("apiKeyId", NO_SUCH_KEY)
         try:
-            memory, created = services().memories.create(
-                api_key_id=body["apiKeyId"],
-                key=body["key"],
-                content=body["content"],
-                type=body["type"],
-                session_id=body["sessionId"],
-                metadata=body["metadata"],
-                expires_at=to_iso(expires_at) if expires_at else None,
-            )
+            memory, created = create_memory(body)
         except KeyConflict as exc:
             abort(409, message=str(exc))
         return {"memory": memory, "created": created}
+
+
+NO_SUCH_KEY = "No active API key has this id."
+
+
+def list_filters(args: dict) -> MemoryFilter:
+    """The MemoryFilter of loaded MemoryListArgs (or anything with the same names)."""
+    return MemoryFilter(
+        api_key_id=args.get("apiKeyId") or None,
+        type=args.get("type") or None,
+        session_id=args.get("sessionId"),
+        text=args.get("q") or None,
+    )
+
+
+def memory_listing(filters: MemoryFilter, *, limit: int, offset: int) -> dict:
+    """One page of memories with the counts of everything that matches."""
+    store = services().memories
+    page = store.list_page(filters, limit=limit, offset=offset)
+    return {
+        "data": page.data,
+        "total": page.total,
+        "page": offset // limit + 1,
+        "limit": limit,
+        "totalPages": math.ceil(page.total / limit),
+        "stats": {
+            "total": page.total,
+            "byType": page.by_type,
+            "tokensUsed": page.tokens_used,
+            "hitRate": round(page.accessed / page.total, 4) if page.total else 0.0,
+            "cacheStats": {"hits": store.cache_hits, "misses": store.cache_misses},
+        },
+    }
+
+
+def create_memory(body: dict, connection=None) -> tuple[Memory, bool]:
+    """Upsert a memory from a loaded MemoryCreateSchema body (whose key the caller checked)."""
+    expires_at = body["expiresAt"]
+    return services().memories.create(
+        api_key_id=body["apiKeyId"],
+        key=body["key"],
+        content=body["content"],
+        type=body["type"],
+        session_id=body["sessionId"],
+        metadata=body["metadata"],
+        expires_at=to_iso(expires_at) if expires_at else None,
+        connection=connection,
+    )
 
 
 @blp.route("/health")

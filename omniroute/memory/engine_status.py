@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .embedding.static_model import build_state
+from .listing import count_live
 
 
 def engine_status(svc) -> dict[str, Any]:
@@ -35,6 +36,7 @@ def engine_status(svc) -> dict[str, Any]:
             "dimensions": meta.active_dim if meta else None,
             "lastResetAt": meta.last_reset_at if meta else None,
             "rowCount": rows,
+            "memoryCount": count_live(svc.memories),
             "needsReindex": svc.backfill.pending(),
             "backfill": svc.backfill.progress.as_dict(),
         },

@@ -114,6 +114,20 @@ SETTINGS: tuple[Setting, ...] = (
         _optional,
     ),
     Setting(
+        "OMNIROUTE_SECRET_KEY",
+        None,
+        "Signs the studio's session cookies. Unset: generated on first start and kept in "
+        "`<DATA_DIR>/secret_key` (mode 0600). Set the same value on every web process that "
+        "does not share DATA_DIR.",
+        _optional,
+    ),
+    Setting(
+        "DASHBOARD_SESSION_HOURS",
+        12,
+        "How long a studio login lasts before the admin token is asked for again.",
+        _positive_int,
+    ),
+    Setting(
         "OMNIROUTE_API_KEY",
         None,
         "The gateway key (`sk-omr-...`) that the stdio MCP server (`python -m omniroute.mcp`) "

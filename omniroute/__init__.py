@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from . import api, auth, cli, errors, home, migrate
+from . import api, auth, cli, errors, home, migrate, studio
 from .config import database_url, load_settings
 from .db import Database
 from .services import Services
@@ -19,7 +19,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
     `test_config` overrides settings read from the environment (same names).
     """
-    app = Flask(__name__, template_folder="../templates")
+    app = Flask(__name__, template_folder="../templates", static_folder="../static")
     app.config.from_mapping(load_settings())
     if test_config:
         app.config.from_mapping(test_config)
@@ -27,9 +27,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
     _configure_logging(app.config["LOG_LEVEL"])
 
-    app.config["OMNIROUTE_ADMIN_TOKEN"] = auth.ensure_admin_token(
-        app.config["OMNIROUTE_ADMIN_TOKEN"], app.config["DATA_DIR"]
-    )
+    auth.init_app(app)
     database = Database(app.config["DATABASE_URL"])
     migrate.upgrade(database)
     svc = Services.build(app, database)
@@ -38,6 +36,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     errors.register_error_handlers(app)
     api.init_app(app)
     app.register_blueprint(home.bp)
+    studio.init_app(app)
     cli.init_app(app)
     svc.request_backfill()  # whatever an earlier run left without a vector
     return app

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -77,6 +78,23 @@ def make_key(client, admin):
         return response.json
 
     return make
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token a studio page carries (login form field or meta tag)."""
+    match = re.search(r'(?:name="csrf_token" value|name="csrf-token" content)="([^"]+)"', html)
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+@pytest.fixture
+def studio(client):
+    """The test client, logged in to the studio; `studio.csrf` is its session's CSRF token."""
+    token = csrf_of(client.get("/dashboard/login").text)
+    response = client.post("/dashboard/login", data={"token": ADMIN_TOKEN, "csrf_token": token})
+    assert response.status_code == 303, response.text
+    client.csrf = csrf_of(client.get("/dashboard/memory").text)
+    return client
 
 
 @pytest.fixture

@@ -1,0 +1,63 @@
+"""The studio's blueprint: every page needs an admin session; every change, a CSRF token."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import Blueprint, abort, redirect, render_template, request, url_for
+from werkzeug.exceptions import HTTPException
+
+from ..auth import SAFE_METHODS, check_csrf, csrf_token, session_is_admin
+
+bp = Blueprint("studio", __name__, url_prefix="/dashboard")
+
+# Endpoints that answer without a session: the login form itself.
+OPEN_ENDPOINTS = frozenset({"studio.login"})
+
+# No inline script or style anywhere in the studio, so the policy can forbid both.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "object-src 'none'"
+)
+
+
+@bp.before_request
+def _require_session():
+    if request.endpoint not in OPEN_ENDPOINTS and not session_is_admin():
+        if request.method in SAFE_METHODS:
+            return redirect(url_for("studio.login", next=request.full_path.rstrip("?")))
+        abort(401, description="Log in at /dashboard/login first.")
+    if request.method not in SAFE_METHODS:
+        check_csrf()
+    return None
+
+
+@bp.after_request
+def _security_headers(response):
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    response.headers["Cache-Control"] = "no-store"  # pages hold memories and key names
+    return response
+
+
+@bp.errorhandler(HTTPException)
+def _error_page(error: HTTPException):
+    return render_template("studio/error.html", error=error), error.code or 500
+
+
+@bp.app_context_processor
+def _template_helpers():
+    return {"csrf_token": csrf_token}
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after login: a studio path on this site, never another site."""
+    if target:
+        parts = urlsplit(target)
+        if not parts.scheme and not parts.netloc and parts.path.startswith("/dashboard"):
+            if "\\" not in target:
+                return target
+    return url_for("studio.memory")

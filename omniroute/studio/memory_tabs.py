@@ -1,0 +1,115 @@
+"""What each tab of /dashboard/memory shows, read from the query string."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app, url_for
+
+from ..api.engine import PREVIEW_STRATEGIES
+from ..api.memories import list_filters, memory_listing
+from ..memory.engine_status import engine_status
+from ..memory.model import MEMORY_TYPES
+from ..memory.preview import preview_retrieval
+from ..memory.retrieval import MAX_BUDGET_TOKENS
+from ..services import services
+
+PAGE_SIZE = 20
+PREVIEW_LIMIT = 20
+MAX_PREVIEW_TOKENS = 16000
+
+
+def _whole_number(raw: str | None, default: int, low: int, high: int) -> int | None:
+    """The number in `raw`, `default` when empty, None when it is not one in [low, high]."""
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if low <= value <= high else None
+
+
+def memories_tab(args: Mapping[str, str]) -> dict[str, Any]:
+    filters = {
+        "q": args.get("q", "").strip(),
+        "type": args.get("type", "") if args.get("type") in MEMORY_TYPES else "",
+        "apiKeyId": args.get("apiKeyId", ""),
+    }
+    page = _whole_number(args.get("page"), 1, 1, 1_000_000) or 1
+    listing = memory_listing(list_filters(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    last = max(listing["totalPages"], 1)
+    if page > last:  # the last page emptied (deleted memories): show the new last page
+        page = last
+        listing = memory_listing(
+            list_filters(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+        )
+    given = {name: value for name, value in filters.items() if value}
+    return {
+        "filters": filters,
+        "listing": listing,
+        "export_url": url_for("memory-transfer.MemoryExport", **given),
+        "page_url": lambda number: url_for("studio.memory", tab="memories", page=number, **given),
+    }
+
+
+def playground_tab(args: Mapping[str, str], settings: dict, keys: list) -> dict[str, Any]:
+    default_key = keys[0].id if keys else ""
+    form = {
+        "query": args.get("query", ""),
+        "strategy": args.get("strategy") or "hybrid",
+        "maxTokens": args.get("maxTokens") or str(settings["maxTokens"] or 2000),
+        "apiKeyId": args.get("apiKeyId") or default_key,
+    }
+    errors = {}
+    if form["strategy"] not in PREVIEW_STRATEGIES:
+        errors["strategy"] = "Choose one of the strategies listed."
+    budget = _whole_number(form["maxTokens"], 2000, 1, MAX_PREVIEW_TOKENS)
+    if budget is None:
+        errors["maxTokens"] = f"Give a whole number of tokens from 1 to {MAX_PREVIEW_TOKENS}."
+    if form["apiKeyId"] not in {key.id for key in keys}:
+        errors["apiKeyId"] = "Choose an API key."
+    preview = None
+    if form["query"].strip() and not errors:
+        preview = preview_retrieval(
+            services(),
+            current_app.config,
+            api_key_id=form["apiKeyId"],
+            query=form["query"],
+            strategy=form["strategy"],
+            max_tokens=budget,
+            limit=PREVIEW_LIMIT,
+        )
+    return {
+        "form": form,
+        "errors": errors,
+        "preview": preview,
+        "strategies": PREVIEW_STRATEGIES,
+        "budget_clamp": MAX_BUDGET_TOKENS,
+    }
+
+
+def engine_tab(svc) -> dict[str, Any]:
+    status = engine_status(svc)
+    vectors = status["vectorStore"]
+    total = vectors["memoryCount"]
+    embedded = max(total - vectors["needsReindex"], 0)
+    providers = svc.providers.list_providers()
+    return {
+        "status": status,
+        "embedded": embedded,
+        "total": total,
+        "percent": math.floor(100 * embedded / total) if total else 100,
+        # Poll fast while vectors are being made, slowly otherwise.
+        "busy": bool(vectors["needsReindex"] and status["embedding"]["available"]),
+        "embedding_models": [
+            f"{provider.id}/{model['id']}"
+            for provider in providers
+            for model in provider.embedding_models
+        ],
+        "chat_models": [
+            f"{provider.id}/{model}" for provider in providers for model in provider.models
+        ],
+    }

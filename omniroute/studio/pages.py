@@ -1,0 +1,53 @@
+"""The studio's pages: memory (three tabs), API keys and providers."""
+
+from __future__ import annotations
+
+from flask import render_template, request
+
+from ..api.settings import gateway_settings
+from ..memory.model import MEMORY_TYPES
+from ..services import services
+from .blueprint import bp
+from .memory_tabs import engine_tab, memories_tab, playground_tab
+
+TABS = ("memories", "playground", "engine")
+
+
+@bp.get("/memory")
+def memory():
+    svc = services()
+    tab = request.args.get("tab") if request.args.get("tab") in TABS else "memories"
+    settings = svc.memory_settings.get()
+    all_keys = svc.keys.list_keys(include_revoked=True)
+    active_keys = [key for key in all_keys if key.revoked_at is None]
+    if tab == "memories":
+        details = memories_tab(request.args)
+    elif tab == "playground":
+        details = playground_tab(request.args, settings, all_keys)
+    else:
+        details = engine_tab(svc)
+    return render_template(
+        "studio/memory.html",
+        tab=tab,
+        tabs=TABS,
+        settings=settings,
+        all_keys=all_keys,
+        active_keys=active_keys,
+        key_names={key.id: key.name for key in all_keys},
+        memory_types=MEMORY_TYPES,
+        **details,
+    )
+
+
+@bp.get("/keys")
+def keys():
+    return render_template("studio/keys.html", keys=services().keys.list_keys())
+
+
+@bp.get("/providers")
+def providers():
+    return render_template(
+        "studio/providers.html",
+        providers=services().providers.list_providers(),
+        gateway=gateway_settings(),
+    )

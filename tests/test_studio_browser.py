@@ -28,6 +28,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+# Assertions wait this long (the status region polls every 5 s; the default wait is 5 s too).
+expect.set_options(timeout=20_000)
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "studio"
 
 
@@ -342,3 +344,40 @@ def test_pages_fit_a_phone_screen(page, make_key, svc):
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{path} scrolls sideways at phone width ({width}px)"
         screenshot(page, name)
+
+
+@pytest.fixture
+def engine_page(browser, engine_app):
+    """A page on a server whose memories are embedded by the distilled static model."""
+    running = RunningGateway(engine_app).start()
+    context = browser.new_context(base_url=running.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    yield context.new_page()
+    context.close()
+    running.stop()
+
+
+def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page, engine_app):
+    page = engine_page
+    svc = engine_app.extensions["omniroute"]
+    key, _ = svc.keys.create("laptop")
+    for number in range(3):
+        svc.memories.create(api_key_id=key.id, key=f"k{number}", content=f"fact {number}")
+    log_in(page, "/dashboard/memory?tab=engine")
+    status = page.locator("#engine-status")
+    expect(status).to_contain_text("Memories with a vector: 3 of 3")
+    expect(status).to_contain_text("static")
+
+    # The page keeps itself current: a memory added elsewhere shows up without a reload.
+    svc.memories.create(api_key_id=key.id, key="k3", content="fact 3")
+    expect(status).to_contain_text("Memories with a vector: 4 of 4")
+
+    page.get_by_label("Source", exact=True).select_option("auto")
+    page.get_by_label("Static model enabled").uncheck()
+    page.get_by_label("Transformers enabled").check()
+    page.get_by_role("button", name="Save embedding settings").click()
+    expect(status).to_contain_text("transformers · all-MiniLM-L6-v2 · 384 dims")
+    expect(status).to_contain_text("Memories with a vector: 4 of 4")  # re-embedded by MiniLM
+    settings = svc.memory_settings.get()
+    assert (settings["embeddingSource"], settings["staticEnabled"]) == ("auto", False)
+    assert settings["transformersEnabled"] is True

@@ -83,6 +83,9 @@ def init_app(app: Flask) -> None:
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=timedelta(hours=config["DASHBOARD_SESSION_HOURS"]),
+        # The cookie is signed once, at login, so a session lasts that long from the login
+        # however busy it is, rather than sliding forward with every request.
+        SESSION_REFRESH_EACH_REQUEST=False,
     )
     app.session_interface = SessionInterface()
 

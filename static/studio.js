@@ -288,20 +288,58 @@
       showErrors(form, { message, details: [] });
       return;
     }
-    const body = { memories };
-    if (form.elements.apiKeyId.value) body.apiKeyId = form.elements.apiKeyId.value;
+    const apiKeyId = form.elements.apiKeyId.value || undefined;
+    const batches = importBatches(memories, Number(form.dataset.maxBytes));
+    const summary = { created: 0, updated: 0, failed: 0, results: [] };
+    const out = document.getElementById("import-result");
     await withBusy(form, async () => {
       try {
-        const summary = await api("POST", form.dataset.import, body);
+        for (const batch of batches) {
+          out.textContent = `Importing ${file.name}: ${summary.results.length} of ${memories.length} done…`;
+          const sendable = batch.filter((entry) => !entry.tooBig);
+          const answer = sendable.length
+            ? await api("POST", form.dataset.import, { memories: sendable.map((e) => e.item), apiKeyId })
+            : { results: [] };
+          answer.results.forEach((result) => { result.index = sendable[result.index].index; });
+          const refused = batch.filter((entry) => entry.tooBig).map((entry) => ({
+            index: entry.index, key: entry.item?.key, status: "failed",
+            errors: [{ field: "body", message: "Larger than the server accepts in one request (MAX_BODY_BYTES)." }],
+          }));
+          for (const result of [...answer.results, ...refused].sort((a, b) => a.index - b.index)) {
+            summary[result.status] += 1;
+            summary.results.push(result);
+          }
+        }
         clearErrors(form);
-        showImport(summary, file.name);
         form.reset();
-        await refresh(form.dataset.refresh);
-        announce(`Import done: ${summary.created} created, ${summary.updated} updated, ${summary.failed} failed`);
       } catch (error) {
+        error.message = `Import stopped after ${summary.results.length} of ${memories.length} memories: ${error.message}`;
         showErrors(form, error);
       }
+      showImport(summary, file.name);
+      await refresh(form.dataset.refresh);
+      announce(`Import: ${summary.created} created, ${summary.updated} updated, ${summary.failed} failed`);
     });
+  }
+
+  // Split an import into requests the server accepts: under its body limit, 1,000 at most.
+  function importBatches(memories, maxBytes) {
+    const budget = Math.floor(maxBytes * 0.9) - 200; // room for the envelope
+    const batches = [];
+    let batch = [];
+    let bytes = 0;
+    memories.forEach((item, index) => {
+      const size = new Blob([JSON.stringify(item)]).size + 1;
+      if (batch.length && (bytes + size > budget || batch.length >= 1000)) {
+        batches.push(batch);
+        batch = [];
+        bytes = 0;
+      }
+      batch.push({ item, index, tooBig: size > budget });
+      bytes += size;
+    });
+    if (batch.length) batches.push(batch);
+    return batches;
   }
 
   function showImport(summary, fileName) {

@@ -173,3 +173,14 @@ class TestTheApiWithTheStudioSession:
     def test_a_wrong_bearer_token_is_not_rescued_by_the_session(self, studio):
         response = studio.get("/api/keys", headers={"Authorization": "Bearer wrong"})
         assert response.status_code == 403
+
+
+def test_a_session_ends_after_dashboard_session_hours(studio, monkeypatch):
+    from itsdangerous.timed import TimestampSigner
+
+    real = TimestampSigner.get_timestamp
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: real(self) + 11 * 3600)
+    assert studio.get("/dashboard/memory").status_code == 200  # 11 h later: still in
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: real(self) + 13 * 3600)
+    assert studio.get("/dashboard/memory").status_code == 302  # 13 h later: log in again
+    assert studio.get("/api/keys").status_code == 401

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
+from omniroute import create_app
 from omniroute.memory.model import MemoryFilter
 from tests.conftest import ADMIN_TOKEN
 from tests.gateway_server import RunningGateway
@@ -42,21 +45,16 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def server(app):
+@contextmanager
+def browsing(browser, app) -> Iterator[Page]:
+    """A fresh browser page on `app`, served as in production; the page must log no error."""
     running = RunningGateway(app).start()
-    yield running
-    running.stop()
-
-
-@pytest.fixture
-def page(browser, server):
     context = browser.new_context(
-        base_url=server.url,
+        base_url=running.url,
         viewport={"width": 1280, "height": 900},
         permissions=["clipboard-read", "clipboard-write"],
     )
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
@@ -67,9 +65,18 @@ def page(browser, server):
         ),
     )
     page.problems = problems  # a test that expects an error clears it
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+        running.stop()
     assert problems == [], "the browser reported errors"
+
+
+@pytest.fixture
+def page(browser, app):
+    with browsing(browser, app) as page:
+        yield page
 
 
 def expect_refusal(page: Page, status: str) -> None:
@@ -349,12 +356,8 @@ def test_pages_fit_a_phone_screen(page, make_key, svc):
 @pytest.fixture
 def engine_page(browser, engine_app):
     """A page on a server whose memories are embedded by the distilled static model."""
-    running = RunningGateway(engine_app).start()
-    context = browser.new_context(base_url=running.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(30_000)
-    yield context.new_page()
-    context.close()
-    running.stop()
+    with browsing(browser, engine_app) as page:
+        yield page
 
 
 def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page, engine_app):
@@ -381,3 +384,27 @@ def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page
     settings = svc.memory_settings.get()
     assert (settings["embeddingSource"], settings["staticEnabled"]) == ("auto", False)
     assert settings["transformersEnabled"] is True
+
+
+def test_a_big_import_goes_in_requests_the_server_accepts(browser, tmp_path):
+    app = create_app(
+        {"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN, "MAX_BODY_BYTES": 4096}
+    )
+    svc = app.extensions["omniroute"]
+    key, _ = svc.keys.create("laptop")
+    items = [{"key": f"fact-{n:03}", "content": f"Fact number {n} " * 4} for n in range(80)]
+    items.insert(40, {"key": "huge", "content": "x" * 5000})  # over the limit on its own
+    upload = tmp_path / "big.json"
+    upload.write_text(json.dumps({"memories": items}))
+    assert upload.stat().st_size > 3 * 4096
+    with browsing(browser, app) as page:
+        log_in(page)
+        page.get_by_label("JSON file").set_input_files(str(upload))
+        page.get_by_label("Import into").select_option(key.id)
+        page.get_by_role("button", name="Import").click()
+        result = page.locator("#import-result")
+        expect(result).to_contain_text("80 created, 0 updated, 1 failed")
+        expect(result).to_contain_text("#41 huge: failed (body: Larger than the server accepts")
+        expect(result.locator("details li").nth(41)).to_have_text("#42 fact-040: created")
+    assert len(svc.memories.find(MemoryFilter(), limit=200)) == 80
+    svc.close()

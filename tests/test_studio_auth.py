@@ -12,6 +12,7 @@ PAGES = [
     "/dashboard/memory?tab=engine",
     "/dashboard/keys",
     "/dashboard/providers",
+    "/dashboard/memory/some-id/history",
 ]
 
 

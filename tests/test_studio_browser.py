@@ -153,6 +153,11 @@ def test_the_memory_life_cycle_add_find_edit_delete(page, svc, make_key):
     page.get_by_label("Search key or content").fill("helix")
     expect(row(page, "editor")).to_contain_text("Prefers Helix now")
     assert svc.memories.find(MemoryFilter(text="helix"))[0].content == "Prefers Helix now"
+    page.get_by_role("link", name="History of editor").click()
+    history = page.locator(".history")
+    expect(history).to_contain_text("Prefers Neovim over VS Code → Prefers Helix now")
+    screenshot(page, "history")
+    page.go_back()
 
     page.once("dialog", lambda confirm: confirm.accept())
     page.get_by_role("button", name="Delete editor", exact=True).click()

@@ -123,6 +123,30 @@ class TestMemoriesTab:
         assert "1500 extra prompt tokens" in on
 
 
+class TestHistoryPage:
+    def test_shows_every_change_oldest_first_and_survives_the_delete(self, studio, svc, api_key):
+        memory, _ = svc.memories.create(api_key_id=api_key["id"], key="lang", content="likes Go")
+        svc.memories.update(memory.id, content="likes Rust", type="semantic")
+        page = studio.get(f"/dashboard/memory/{memory.id}/history").text
+        assert page.index("<h2>Create ") < page.index("<h2>Update ")
+        assert "<del>likes Go</del> → <ins>likes Rust</ins>" in page
+        assert "<del>factual</del> → <ins>semantic</ins>" in page
+        assert "· live." in page
+        listed = studio.get("/dashboard/memory").text
+        assert f'href="/dashboard/memory/{memory.id}/history"' in listed
+
+        svc.memories.delete(memory.id)
+        page = studio.get(f"/dashboard/memory/{memory.id}/history").text
+        assert "<h2>Delete " in page and "deleted or expired" in page
+        assert "<del>likes Rust</del>" in page
+
+    def test_an_unknown_memory_is_a_404_page(self, studio):
+        response = studio.get("/dashboard/memory/nope/history")
+        assert response.status_code == 404
+        assert response.mimetype == "text/html"
+        assert "No memory nope has ever existed." in response.text
+
+
 class TestPlaygroundTab:
     def test_a_query_shows_the_ranking_and_how_it_was_resolved(self, populated, studio):
         key_id = populated["key"]["id"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import render_template, request
+from flask import abort, render_template, request
 
 from ..api.settings import gateway_settings
 from ..memory.model import MEMORY_TYPES
@@ -36,6 +36,22 @@ def memory():
         key_names={key.id: key.name for key in all_keys},
         memory_types=MEMORY_TYPES,
         **details,
+    )
+
+
+@bp.get("/memory/<memory_id>/history")
+def memory_history(memory_id: str):
+    svc = services()
+    entries = svc.memories.history(memory_id)
+    if not entries:
+        abort(404, description=f"No memory {memory_id} has ever existed.")
+    key_names = {key.id: key.name for key in svc.keys.list_keys(include_revoked=True)}
+    return render_template(
+        "studio/history.html",
+        memory_id=memory_id,
+        memory=svc.memories.get(memory_id),
+        entries=entries,
+        key_name=key_names.get(entries[0]["api_key_id"], entries[0]["api_key_id"]),
     )
 
 

@@ -227,6 +227,14 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int,
     ),
     Setting(
+        "FORWARDED_ALLOW_IPS",
+        None,
+        "Addresses of reverse proxies whose `X-Forwarded-Proto`/`-For` headers are trusted "
+        "(comma-separated, `*` for any). Set it behind a TLS proxy so that the studio's "
+        "cookie is marked Secure. Unset: no proxy header is believed.",
+        _optional,
+    ),
+    Setting(
         "WEB_THREADS",
         8,
         "Worker threads that run Flask requests inside the web process.",

@@ -26,6 +26,12 @@ def asgi_app(app: Flask) -> Starlette:
     return combined
 
 
+def proxy_options(config) -> dict:
+    """uvicorn believes proxy headers only from the proxies FORWARDED_ALLOW_IPS names."""
+    trusted = config["FORWARDED_ALLOW_IPS"]
+    return {"proxy_headers": trusted is not None, "forwarded_allow_ips": trusted or ""}
+
+
 def main() -> None:
     app = create_app()
     uvicorn.run(
@@ -33,7 +39,7 @@ def main() -> None:
         host=app.config["HOST"],
         port=app.config["PORT"],
         log_level=app.config["LOG_LEVEL"].lower(),
-        proxy_headers=False,
+        **proxy_options(app.config),
     )
 
 

@@ -8,12 +8,18 @@ import time
 import uvicorn
 from flask import Flask
 
-from omniroute.serve import asgi_app
+from omniroute.serve import asgi_app, proxy_options
 
 
 class RunningGateway:
     def __init__(self, app: Flask) -> None:
-        config = uvicorn.Config(asgi_app(app), host="127.0.0.1", port=0, log_level="warning")
+        config = uvicorn.Config(
+            asgi_app(app),
+            host="127.0.0.1",
+            port=0,
+            log_level="warning",
+            **proxy_options(app.config),
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -1,9 +1,11 @@
 """Studio login: one admin token, a signed session cookie, CSRF on every change."""
 
+import httpx
 import pytest
 
 from omniroute import create_app
 from tests.conftest import ADMIN_TOKEN, csrf_of
+from tests.gateway_server import RunningGateway
 
 PAGES = [
     "/dashboard/",
@@ -185,3 +187,30 @@ def test_a_session_ends_after_dashboard_session_hours(studio, monkeypatch):
     monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: real(self) + 13 * 3600)
     assert studio.get("/dashboard/memory").status_code == 302  # 13 h later: log in again
     assert studio.get("/api/keys").status_code == 401
+
+
+@pytest.mark.parametrize("trusted, secure", [(None, False), ("127.0.0.1", True)])
+def test_behind_a_trusted_tls_proxy_the_cookie_is_secure(tmp_path, trusted, secure):
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+            "FORWARDED_ALLOW_IPS": trusted,
+        }
+    )
+    server = RunningGateway(app).start()
+    try:
+        with httpx.Client(base_url=server.url, headers={"X-Forwarded-Proto": "https"}) as http:
+            page = http.get("/dashboard/login")
+            # Sent by hand: the client keeps a Secure cookie away from plain http, as it should.
+            cookie = page.headers["set-cookie"].split(";")[0]
+            response = http.post(
+                "/dashboard/login",
+                data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(page.text)},
+                headers={"Cookie": cookie},
+            )
+        assert response.status_code == 303
+        assert ("Secure" in response.headers["set-cookie"]) is secure
+    finally:
+        server.stop()
+        app.extensions["omniroute"].close()

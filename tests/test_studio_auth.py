@@ -214,3 +214,36 @@ def test_behind_a_trusted_tls_proxy_the_cookie_is_secure(tmp_path, trusted, secu
     finally:
         server.stop()
         app.extensions["omniroute"].close()
+
+
+def test_an_address_that_guesses_the_token_too_often_is_held_off(app):
+    guesser = app.test_client()
+    guesser.environ_base["REMOTE_ADDR"] = "10.0.0.7"
+    for attempt in range(10):
+        page = guesser.get("/dashboard/login")
+        wrong = guesser.post(
+            "/dashboard/login", data={"token": f"guess-{attempt}", "csrf_token": csrf_of(page.text)}
+        )
+        assert wrong.status_code == 401
+    page = guesser.get("/dashboard/login")
+    held = guesser.post(
+        "/dashboard/login", data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(page.text)}
+    )
+    assert held.status_code == 429  # even the right token, while the brake holds
+    assert held.headers["Retry-After"] == "300"
+    api = guesser.get("/api/keys", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert api.status_code == 429
+    assert api.json["error"]["type"] == "rate_limit_error"
+
+    admin = app.test_client()  # another address is not held
+    admin.environ_base["REMOTE_ADDR"] = "10.0.0.8"
+    assert (
+        admin.get("/api/keys", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).status_code
+        == 200
+    )
+
+
+def test_wrong_bearer_tokens_count_too(client, admin):
+    for _ in range(10):
+        assert client.get("/api/keys", headers={"Authorization": "Bearer no"}).status_code == 403
+    assert client.get("/api/keys", headers=admin).status_code == 429

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Blueprint, abort, redirect, render_template, request, url_for
+from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
 from ..auth import SAFE_METHODS, check_csrf, csrf_token, session_is_admin
@@ -45,7 +45,11 @@ def _security_headers(response):
 
 @bp.errorhandler(HTTPException)
 def _error_page(error: HTTPException):
-    return render_template("studio/error.html", error=error), error.code or 500
+    response = make_response(render_template("studio/error.html", error=error), error.code or 500)
+    for name, value in error.get_headers():  # Retry-After on 429, Allow on 405
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
 
 
 @bp.app_context_processor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import redirect, render_template, request, url_for
 
-from ..auth import is_admin_token, log_in, log_out, session_is_admin
+from ..auth import check_admin_token, log_in, log_out, session_is_admin
 from .blueprint import bp, safe_next
 
 
@@ -21,7 +21,7 @@ def login():
             return redirect(target)
         return render_template("studio/login.html", next=target, error=None)
     token = request.form.get("token", "").strip()
-    if not token or not is_admin_token(token):
+    if not token or not check_admin_token(token):
         error = "Enter the admin token." if not token else "That is not the admin token."
         return render_template("studio/login.html", next=target, error=error), 401
     log_in()

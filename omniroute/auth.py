@@ -94,13 +94,9 @@ class FailedAttempts:
         log.warning("wrong admin token from %s", key or "an unknown address")
 
 
-def failed_attempts() -> FailedAttempts:
-    return current_app.extensions["failed_admin_attempts"]
-
-
 def check_admin_token(token: str) -> bool:
     """Whether `token` is the admin token; 429 for an address that guessed too often."""
-    attempts = failed_attempts()
+    attempts: FailedAttempts = current_app.extensions["failed_admin_attempts"]
     attempts.check(request.remote_addr)
     if is_admin_token(token):
         return True

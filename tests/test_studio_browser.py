@@ -413,3 +413,16 @@ def test_a_big_import_goes_in_requests_the_server_accepts(browser, tmp_path):
         expect(result.locator("details li").nth(41)).to_have_text("#42 fact-040: created")
     assert len(svc.memories.find(MemoryFilter(), limit=200)) == 80
     svc.close()
+
+
+def test_the_health_dot_turns_red_when_the_pipeline_check_fails(page):
+    failure = {"error": {"message": "Memory pipeline check failed: disk I/O error"}}
+    page.route(
+        "**/api/memory/health",
+        lambda route: route.fulfill(status=503, json={**failure, "working": False}),
+    )
+    log_in(page)
+    health = page.locator("#health")
+    expect(health).to_have_class(re.compile(r"\bis-bad\b"))
+    expect(health).to_contain_text("Pipeline failing: Memory pipeline check failed: disk I/O error")
+    expect_refusal(page, "503 (Service Unavailable)")

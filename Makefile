@@ -26,6 +26,7 @@ services:
 
 bench: install
 	$(BIN)/python bench/store_latency.py
+	$(BIN)/python bench/studio_pages.py
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/retrieval_latency.py
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo

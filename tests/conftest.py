@@ -19,6 +19,9 @@ from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
 from tests.gateway_server import RunningGateway
 
+# The studio's browser fixtures (Chromium through Playwright).
+pytest_plugins = ["tests.browser"]
+
 ADMIN_TOKEN = "test-admin-token"
 # The Redis database the job tests own: flushed before and after each of them.
 REDIS_TEST_URL = "redis://127.0.0.1:6379/15"

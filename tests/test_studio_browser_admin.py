@@ -1,0 +1,179 @@
+"""The studio end to end in headless Chromium: login, engine, switch, keys, providers,
+keyboard and phone width."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.browser import expect_refusal, log_in, screenshot
+from tests.conftest import ADMIN_TOKEN
+
+
+def test_a_wrong_token_is_refused_and_the_right_one_lets_in(page):
+    page.goto("/dashboard/keys")
+    page.get_by_label("Admin token").fill("wrong")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("alert")).to_have_text("That is not the admin token.")
+    expect_refusal(page, "401 (Unauthorized)")
+    page.get_by_label("Admin token").fill(ADMIN_TOKEN)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/dashboard/keys$"))
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_label("Admin token")).to_be_visible()
+    page.goto("/dashboard/memory")
+    expect(page.get_by_label("Admin token")).to_be_visible()
+
+
+def test_the_engine_tab_reindexes_and_saves_settings(page, svc, make_key):
+    key = make_key("laptop")
+    svc.memories.create(api_key_id=key["id"], key="lang", content="Prefers Go")
+    log_in(page, "/dashboard/memory?tab=engine")
+    status = page.locator("#engine-status")
+    for chip in ("Keyword", "Embedding", "Vector store", "Rerank"):
+        expect(status.get_by_text(chip, exact=True)).to_be_visible()
+    expect(status).to_contain_text("Memories with a vector: 0 of 1")
+    screenshot(page, "engine")
+
+    page.get_by_role("button", name="Reindex now").click()
+    expect(page.locator("#announcer")).to_have_text("Reindex started")
+
+    page.get_by_label("Rerank enabled").check()
+    page.get_by_label("Rerank model").fill("nowhere/rerank-1")
+    page.get_by_role("button", name="Save rerank settings").click()
+    expect(status).to_contain_text("no provider for 'nowhere/rerank-1'")
+    settings = svc.memory_settings.get()
+    assert settings["rerankEnabled"] is True
+    assert settings["rerankProviderModel"] == "nowhere/rerank-1"
+
+
+def test_the_switch_turns_memory_on_with_the_token_cost_warning(page, svc):
+    log_in(page)
+    switch = page.get_by_role("switch", name="Use memory in chat requests")
+    expect(switch).not_to_be_checked()
+    switch.check()
+    expect(page.locator("#memory-switch .warning")).to_contain_text("extra prompt tokens")
+    assert svc.memory_settings.get()["enabled"] is True
+    expect(page.get_by_role("switch", name="Use memory in chat requests")).to_be_focused()
+
+
+def test_create_a_key_copy_its_secret_once_and_revoke_it(page, svc):
+    log_in(page, "/dashboard/keys")
+    page.get_by_label("Name").fill("team bot")
+    page.get_by_role("button", name="Create key").click()
+    secret_box = page.get_by_label("Secret of the new key")
+    expect(secret_box).to_have_value(re.compile(r"^sk-omr-"))
+    secret = secret_box.input_value()
+    page.get_by_role("button", name="Copy").click()
+    expect(page.locator("#announcer")).to_have_text("Copied to the clipboard")
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    assert svc.keys.authenticate(secret).name == "team bot"
+    expect(page.locator("#key-list")).to_contain_text("team bot")
+    screenshot(page, "keys")
+
+    page.reload()
+    assert secret not in page.content()  # shown that once only
+    page.once("dialog", lambda confirm: confirm.accept())
+    page.get_by_role("button", name="Revoke team bot").click()
+    expect(page.locator("#key-list")).to_contain_text("No active keys yet.")
+    assert svc.keys.authenticate(secret) is None
+
+
+def test_add_edit_and_remove_a_provider_with_its_key_masked(page, svc):
+    log_in(page, "/dashboard/providers")
+    page.get_by_label("Id (the prefix").fill("acme")
+    page.locator("#new-url").fill("https://api.acme.example/v1")
+    page.locator("#new-key").fill("sk-acme-secret-4242")
+    page.locator("#new-models").fill("chat-large\nchat-small")
+    page.locator("#new-emb").fill("embed-1 768")
+    page.get_by_role("button", name="Add provider").click()
+    listing = page.locator("#provider-list")
+    expect(listing).to_contain_text("https://api.acme.example/v1 · key: ...4242 · 2 chat models")
+    assert "sk-acme-secret-4242" not in page.content()
+    provider = svc.providers.get("acme")
+    assert provider.api_key == "sk-acme-secret-4242"
+    assert provider.embedding_models == [{"id": "embed-1", "dimensions": 768}]
+    screenshot(page, "providers")
+
+    page.get_by_role("button", name="Edit acme").click()
+    edit = page.get_by_role("form", name="Edit provider acme")
+    edit.get_by_label("Chat models").fill("chat-huge")
+    edit.get_by_role("button", name="Save", exact=True).click()
+    expect(listing).to_contain_text("1 chat model")
+    assert svc.providers.get("acme").models == ["chat-huge"]
+    assert svc.providers.get("acme").api_key == "sk-acme-secret-4242"  # empty field: kept
+
+    page.once("dialog", lambda confirm: confirm.accept())
+    page.get_by_role("button", name="Remove acme").click()
+    expect(listing).to_contain_text("No providers yet")
+    assert svc.providers.get("acme") is None
+
+
+def test_the_keyboard_reaches_everything_and_escape_closes(page, make_key, svc):
+    key = make_key("laptop")
+    svc.memories.create(api_key_id=key["id"], key="lang", content="Prefers Go")
+    log_in(page)
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.get_by_role("button", name="Add memory").focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog", name="Add a memory")
+    expect(dialog).to_be_visible()
+    assert page.evaluate("document.querySelector('#add-memory').contains(document.activeElement)")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    page.get_by_role("button", name="Edit lang", exact=True).focus()
+    page.keyboard.press("Enter")
+    content = page.get_by_role("form", name="Edit memory lang").get_by_label("Key")
+    expect(content).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("form", name="Edit memory lang")).to_be_hidden()
+    expect(page.get_by_role("button", name="Edit lang", exact=True)).to_be_focused()
+
+
+def test_pages_fit_a_phone_screen(page, make_key, svc):
+    key = make_key("phone")
+    svc.memories.create(api_key_id=key["id"], key="lang", content="Prefers Go " * 20)
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page)
+    for path, name in [
+        ("/dashboard/memory", "memories-phone"),
+        ("/dashboard/memory?tab=playground&query=go", "playground-phone"),
+        ("/dashboard/memory?tab=engine", "engine-phone"),
+        ("/dashboard/keys", "keys-phone"),
+        ("/dashboard/providers", "providers-phone"),
+    ]:
+        page.goto(path)
+        if name == "memories-phone":  # rows become blocks; the edit form stays folded away
+            expect(page.get_by_role("form", name="Edit memory lang")).to_be_hidden()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} scrolls sideways at phone width ({width}px)"
+        screenshot(page, name)
+
+
+def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page, engine_app):
+    page = engine_page
+    svc = engine_app.extensions["omniroute"]
+    key, _ = svc.keys.create("laptop")
+    for number in range(3):
+        svc.memories.create(api_key_id=key.id, key=f"k{number}", content=f"fact {number}")
+    log_in(page, "/dashboard/memory?tab=engine")
+    status = page.locator("#engine-status")
+    expect(status).to_contain_text("Memories with a vector: 3 of 3")
+    expect(status).to_contain_text("static")
+
+    # The page keeps itself current: a memory added elsewhere shows up without a reload.
+    svc.memories.create(api_key_id=key.id, key="k3", content="fact 3")
+    expect(status).to_contain_text("Memories with a vector: 4 of 4")
+
+    page.get_by_label("Source", exact=True).select_option("auto")
+    page.get_by_label("Static model enabled").uncheck()
+    page.get_by_label("Transformers enabled").check()
+    page.get_by_role("button", name="Save embedding settings").click()
+    expect(status).to_contain_text("transformers · all-MiniLM-L6-v2 · 384 dims")
+    expect(status).to_contain_text("Memories with a vector: 4 of 4")  # re-embedded by MiniLM
+    settings = svc.memory_settings.get()
+    assert (settings["embeddingSource"], settings["staticEnabled"]) == ("auto", False)
+    assert settings["transformersEnabled"] is True

@@ -56,7 +56,9 @@ def memories_tab(args: Mapping[str, str]) -> dict[str, Any]:
 
 
 def playground_tab(args: Mapping[str, str], settings: dict, keys: list) -> dict[str, Any]:
-    default_key = keys[0].id if keys else ""
+    # Revoked keys' memories can be previewed too, but an active key is the likelier question.
+    active = [key.id for key in keys if key.revoked_at is None]
+    default_key = (active or [key.id for key in keys] or [""])[0]
     form = {
         "query": args.get("query", ""),
         "strategy": args.get("strategy") or "hybrid",

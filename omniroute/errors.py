@@ -101,13 +101,18 @@ def http_error_response(error: HTTPException):
         payload["error"]["code"] = data["code"]
     response = jsonify(payload)
     response.status_code = status
-    # Keep what the exception says about itself (Allow on 405, WWW-Authenticate on 401).
-    for name, value in error.get_headers():
-        if name.lower() != "content-type":
-            response.headers[name] = value
+    keep_error_headers(error, response)
     for name, value in (data.get("headers") or {}).items():
         response.headers[name] = value
     return response
+
+
+def keep_error_headers(error: HTTPException, response) -> None:
+    """Copy what the exception says about itself (Allow on 405, WWW-Authenticate on 401,
+    Retry-After on 429) onto a response that renders it, whatever its content type."""
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
 
 
 def _summary(details: list[dict[str, str]]) -> str:

@@ -8,6 +8,7 @@ from flask import Blueprint, abort, make_response, redirect, render_template, re
 from werkzeug.exceptions import HTTPException
 
 from ..auth import SAFE_METHODS, check_csrf, csrf_token, session_is_admin
+from ..errors import keep_error_headers
 
 bp = Blueprint("studio", __name__, url_prefix="/dashboard")
 
@@ -46,9 +47,7 @@ def _security_headers(response):
 @bp.errorhandler(HTTPException)
 def _error_page(error: HTTPException):
     response = make_response(render_template("studio/error.html", error=error), error.code or 500)
-    for name, value in error.get_headers():  # Retry-After on 429, Allow on 405
-        if name.lower() != "content-type":
-            response.headers[name] = value
+    keep_error_headers(error, response)
     return response
 
 

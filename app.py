@@ -1,5 +1,5 @@
 """WSGI entry: `flask --app app ...` and any WSGI server find `app` here."""
 
-from omniroute import create_app
+from omniroute.factory import create_app
 
 app = create_app()

@@ -26,7 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from omniroute import create_app  # noqa: E402
+from omniroute.factory import create_app  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.gateway_server import RunningGateway  # noqa: E402
 

@@ -31,8 +31,9 @@ from bench.retrieval_quality import (  # noqa: E402
 from omniroute import migrate  # noqa: E402
 from omniroute.db import Database  # noqa: E402
 from omniroute.memory.backfill import Backfill  # noqa: E402
+from omniroute.memory.budget import within_budget  # noqa: E402
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
-from omniroute.memory.retrieval import RetrievalConfig, Retriever, within_budget  # noqa: E402
+from omniroute.memory.retrieval import STRATEGIES, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 from omniroute.memory.vectors import VectorIndex  # noqa: E402
@@ -57,17 +58,16 @@ def grow(store: MemoryStore, owner: str, sentences: list[str], start: int, stop:
 
 def measure(retriever: Retriever, owner: str, questions: list[str], strategy: str, repeat: int):
     settings = normalise({})
-    config = RetrievalConfig(strategy=strategy)
     timings = []
     for number in range(repeat):
         started = time.perf_counter()
         ranking = retriever.rank(
             api_key_id=owner,
             query=questions[number % len(questions)],
-            config=config,
             settings=settings,
+            strategy=strategy,
         )
-        within_budget([item.memory for item in ranking.items], config.max_tokens)
+        within_budget([item.memory for item in ranking.items], settings["maxTokens"])
         timings.append((time.perf_counter() - started) * 1000)
     timings.sort()
     return statistics.median(timings), timings[int(len(timings) * 0.95) - 1]
@@ -85,7 +85,7 @@ def main() -> None:
     sentences = [text.split(": ", 1)[1] for c in data for _, text in turns_of(c)]
     questions = [q["question"] for c in data for q in c["qa"] if q["category"] in (1, 2, 3, 4)]
     embedder = embedder_for("static", args.cache)
-    strategies = ("recent", "keyword", "semantic", "hybrid")
+    strategies = STRATEGIES
 
     with tempfile.TemporaryDirectory() as folder:
         database = Database(f"sqlite:///{folder}/latency.db")

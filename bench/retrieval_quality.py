@@ -33,7 +33,7 @@ from omniroute.memory.embedding.static_model import (  # noqa: E402
     is_static_model,
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder  # noqa: E402
-from omniroute.memory.retrieval import RetrievalConfig, Retriever  # noqa: E402
+from omniroute.memory.retrieval import RetrievalOptions, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 from omniroute.memory.vectors import VectorIndex  # noqa: E402
@@ -98,24 +98,29 @@ def load_conversation(folder: Path, conversation: dict, embedder) -> Retriever:
     return Retriever(store, index, source)
 
 
-def recall(retriever: Retriever, owner: str, question: dict, config: RetrievalConfig):
+def recall(retriever: Retriever, owner: str, question: dict, strategy: str):
     settings = normalise({})
     ranking = retriever.rank(
-        api_key_id=owner, query=question["question"], config=config, settings=settings
+        api_key_id=owner, query=question["question"], settings=settings, strategy=strategy
     )
     found = [item.memory.key for item in ranking.items[: max(KS)]]
     wanted = evidence_of(question)
     return [len(wanted & set(found[:k])) / len(wanted) for k in KS]
 
 
+# Each method: (strategy, the retriever's options).
 METHODS = {
-    "recent (exact)": RetrievalConfig(strategy="recent"),
-    "keyword (FTS5 bm25)": RetrievalConfig(strategy="keyword"),
-    "semantic": RetrievalConfig(strategy="semantic", top_k=100),
-    "hybrid, RRF k=60": RetrievalConfig(strategy="hybrid", fusion="rrf", top_k=100),
-    "hybrid, min-max blend": RetrievalConfig(strategy="hybrid", fusion="blend", top_k=100),
-    "hybrid, blend, top_k 20 (ref)": RetrievalConfig(strategy="hybrid", fusion="blend", top_k=20),
+    "recent (exact)": ("recent", RetrievalOptions()),
+    "keyword (FTS5 bm25)": ("keyword", RetrievalOptions()),
+    "semantic": ("semantic", RetrievalOptions(top_k=100)),
+    "hybrid, RRF k=60": ("hybrid", RetrievalOptions(fusion="rrf", top_k=100)),
+    "hybrid, min-max blend": ("hybrid", RetrievalOptions(fusion="blend", top_k=100)),
+    "hybrid, blend, top_k 20 (ref)": ("hybrid", RetrievalOptions(fusion="blend", top_k=20)),
 }
+
+
+def with_options(retriever: Retriever, options: RetrievalOptions) -> Retriever:
+    return Retriever(retriever.store, retriever.index, retriever.sources, options=options)
 
 
 def embedder_for(name: str, cache_dir: str):
@@ -149,18 +154,21 @@ def main() -> None:
                 sample: load_conversation(Path(folder), data[sample], embedder)
                 for sample in DEVELOPMENT + HELD_OUT
             }
-            for method, config in METHODS.items():
+            for method, (strategy, options) in METHODS.items():
                 if source != args.sources[0] and method.startswith(("recent", "keyword")):
                     continue  # the same for every source
+                tuned = {sample: with_options(r, options) for sample, r in retrievers.items()}
                 row = []
                 for split in (DEVELOPMENT, HELD_OUT):
                     scores = [
-                        recall(retrievers[sample], sample, question, config)
+                        recall(tuned[sample], sample, question, strategy)
                         for sample in split
                         for question in data[sample]["qa"]
                         if question["category"] in (1, 2, 3, 4) and evidence_of(question)
                     ]
                     row.append([sum(s[i] for s in scores) / len(scores) for i in range(len(KS))])
+                for retriever in tuned.values():
+                    retriever.close()
                 print(
                     f"{source:<13} {method:<26} "
                     + "  ".join(f"{v:>9.3f}" for v in row[0])

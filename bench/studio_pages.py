@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.store_latency import measure, populate  # noqa: E402
-from omniroute import create_app  # noqa: E402
+from omniroute.factory import create_app  # noqa: E402
 
 TOKEN = "bench-admin-token"
 

@@ -1,10 +1,41 @@
-"""RQ jobs. Job functions stay thin: they take ids and plain values and call into omniroute."""
+"""RQ jobs: the queues, and the requests that put work on them.
+
+The job functions (jobs.memory) are named here by dotted path and never imported: they need
+the app's services, and the services are built with these requests (Redash's layering: the
+core takes "request a backfill" as a callback, jobs/ owns enqueueing). Jobs take ids and plain
+values, never objects.
+"""
+
+from __future__ import annotations
+
+from omniroute.queue import JobQueue
 
 # Queue names, in the order a worker serves them.
 EXTRACTION_QUEUE = "extraction"
 EMBEDDINGS_QUEUE = "embeddings"
 DEFAULT_QUEUE = "default"
 QUEUES = (EXTRACTION_QUEUE, EMBEDDINGS_QUEUE, DEFAULT_QUEUE)
-# Fixed id of the backfill job: many requests for it fold into one waiting run.
+# Fixed ids: many requests for the same work fold into one waiting run.
 BACKFILL_JOB_ID = "memory-vector-backfill"
 STATIC_MODEL_JOB_ID = "build-static-model"
+
+EXTRACT_FACTS = "jobs.memory.extract_facts"
+BACKFILL_VECTORS = "jobs.memory.backfill_vectors"
+BUILD_STATIC_MODEL = "jobs.memory.build_static_model"
+
+
+def request_extraction(
+    queue: JobQueue, api_key_id: str, session_id: str, text: str, source: str
+) -> None:
+    """Extract the facts of one text of a chat in the background."""
+    queue.enqueue(EXTRACTION_QUEUE, EXTRACT_FACTS, api_key_id, session_id, text, source)
+
+
+def request_backfill(queue: JobQueue) -> None:
+    """Embed the memories that need a vector in the background (folded if one already waits)."""
+    queue.enqueue(EMBEDDINGS_QUEUE, BACKFILL_VECTORS, unique_id=BACKFILL_JOB_ID)
+
+
+def request_static_model(queue: JobQueue) -> None:
+    """Build the default static model in the background, then backfill with it."""
+    queue.enqueue(EMBEDDINGS_QUEUE, BUILD_STATIC_MODEL, unique_id=STATIC_MODEL_JOB_ID)

@@ -1,4 +1,7 @@
-"""Memory jobs: fact extraction after a chat, vectors for memories that need them."""
+"""Memory job functions: fact extraction after a chat, vectors for memories that need them.
+
+RQ (or the in-process pool) imports them by the dotted names in jobs/__init__.py.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from rq import get_current_job
 from omniroute.memory.embedding.static_model import BuildInProgress, build_default_static
 from omniroute.memory.extraction import store_facts
 from omniroute.services import services
+
+from . import request_backfill
 
 log = logging.getLogger(__name__)
 
@@ -50,5 +55,5 @@ def build_static_model() -> str | None:
         log.info("static model: %s; leaving it to that build", exc)
         return None
     log.info("static embedding model ready at %s", path)
-    services().request_backfill()
+    request_backfill(services().jobs)
     return str(path)

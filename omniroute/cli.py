@@ -5,14 +5,12 @@ from __future__ import annotations
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
-from sqlalchemy import update
 
 from jobs.worker import run_worker
 
 from . import migrate
 from .memory.embedding.static_model import build_default_static
 from .services import services
-from .tables import memories
 
 db_cli = AppGroup("db", help="Database schema.")
 
@@ -45,8 +43,7 @@ def reindex_command(force: bool) -> None:
     """Embed the memories that need a vector, here and now, with a progress bar."""
     svc = services()
     if force:
-        with svc.db.write() as connection:
-            connection.execute(update(memories).values(needs_reindex=1))
+        svc.backfill.mark_all_for_reindex()
     total = svc.backfill.pending()
     with click.progressbar(length=total, label="embedding memories") as bar:
         while svc.backfill.pending():

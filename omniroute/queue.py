@@ -22,6 +22,7 @@ from flask import Flask
 from rq import Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.utils import import_attribute
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,15 @@ class JobQueue:
         self._lock = threading.Lock()
 
     def enqueue(
-        self, queue_name: str, func: Callable[..., Any], *args: Any, unique_id: str | None = None
+        self,
+        queue_name: str,
+        func: Callable[..., Any] | str,
+        *args: Any,
+        unique_id: str | None = None,
     ) -> str | None:
         """Run `func(*args)` in the background, on the named RQ queue when there is Redis.
+
+        `func` is a module-level function or its dotted path (imported when the job runs).
 
         With `unique_id`, nothing is added while a job of that id still waits to start (one
         may be running): repeated requests for the same work fold into one run. Returns the
@@ -78,7 +85,7 @@ class JobQueue:
             self._futures.discard(future)
 
     def _dispatch(
-        self, queue_name: str, func: Callable[..., Any], args: tuple, job_id: str
+        self, queue_name: str, func: Callable[..., Any] | str, args: tuple, job_id: str
     ) -> None:
         if self._redis is not None:
             try:
@@ -125,22 +132,23 @@ class JobQueue:
         with self._lock:
             self._waiting.discard(job_id)
 
-    def _run_here(self, func: Callable[..., Any], args: tuple, job_id: str) -> None:
+    def _run_here(self, func: Callable[..., Any] | str, args: tuple, job_id: str) -> None:
         self._started(job_id)
+        name = func if isinstance(func, str) else func.__name__
         delays = (*LOCAL_RETRY_INTERVALS, None)
         for attempt, delay in enumerate(delays, start=1):
             try:
                 with self._app.app_context():
-                    func(*args)
+                    (import_attribute(func) if isinstance(func, str) else func)(*args)
                 return
             except Exception:
                 if delay is None:
-                    log.exception("job %s (%s) failed %d times", job_id, func.__name__, attempt)
+                    log.exception("job %s (%s) failed %d times", job_id, name, attempt)
                     return
                 log.warning(
                     "job %s (%s) failed, attempt %d; retrying in %.1f s",
                     job_id,
-                    func.__name__,
+                    name,
                     attempt,
                     delay,
                     exc_info=True,

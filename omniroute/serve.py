@@ -13,7 +13,7 @@ from flask import Flask
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from . import create_app
+from .factory import create_app
 from .mcp.server import build_server
 
 

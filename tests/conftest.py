@@ -10,9 +10,10 @@ import pytest
 import redis
 import sqlite_vec
 
-from omniroute import create_app, migrate
+from omniroute import migrate
 from omniroute.config import SETTINGS
 from omniroute.db import Database
+from omniroute.factory import create_app
 from omniroute.memory.embedding.static_model import build_default_static
 from omniroute.memory.store import MemoryStore
 from omniroute.services import Services

@@ -1,7 +1,7 @@
 import pytest
 
-from omniroute import create_app
 from omniroute.config import ConfigError
+from omniroute.factory import create_app
 from tests.conftest import ADMIN_TOKEN
 
 PROVIDER = {

@@ -1,13 +1,12 @@
 import pytest
 
-from omniroute.memory.settings import FIELDS, normalise
+from omniroute.memory.settings import MAX_BUDGET_TOKENS, SETTINGS, normalise
 
 DEFAULTS = {
     "enabled": False,
     "maxTokens": 2000,
     "retentionDays": 30,
     "strategy": "hybrid",
-    "skillsEnabled": True,
     "embeddingSource": "auto",
     "embeddingProviderModel": None,
     "transformersEnabled": False,
@@ -37,7 +36,7 @@ NORMALISATION = [
     ("maxTokens", 1500, 1500),
     ("maxTokens", 1500.5, 1501),
     ("maxTokens", 1500.4, 1500),
-    ("maxTokens", 20000, 16000),
+    ("maxTokens", 20000, 8000),
     ("maxTokens", -3, 0),
     ("maxTokens", "1500", 2000),
     ("maxTokens", True, 2000),
@@ -50,8 +49,6 @@ NORMALISATION = [
     ("strategy", "recent", "recent"),
     ("strategy", "semantic", "semantic"),
     ("strategy", "exact", "hybrid"),
-    ("skillsEnabled", False, False),
-    ("skillsEnabled", "no", True),
     ("embeddingSource", "static", "static"),
     ("embeddingSource", "magic", "auto"),
     ("embeddingProviderModel", "openai/text-embedding-3-small", "openai/text-embedding-3-small"),
@@ -79,13 +76,13 @@ NORMALISATION = [
 
 @pytest.mark.parametrize(("name", "stored", "expected"), NORMALISATION)
 def test_stored_values_are_normalised(svc, client, admin, name, stored, expected):
-    db_key = next(field.db_key for field in FIELDS if field.name == name)
+    db_key = next(setting.db_key for setting in SETTINGS if setting.name == name)
     svc.settings.put({db_key: stored})
     assert client.get("/api/settings/memory", headers=admin).json[name] == expected
 
 
 def test_the_normalisation_table_covers_every_field():
-    assert {name for name, _, _ in NORMALISATION} == {field.name for field in FIELDS}
+    assert {name for name, _, _ in NORMALISATION} == {setting.name for setting in SETTINGS}
     assert normalise({}) == DEFAULTS
 
 
@@ -94,11 +91,39 @@ def test_put_writes_only_the_given_fields(client, admin, svc):
         "/api/settings/memory", json={"enabled": True, "maxTokens": 99999}, headers=admin
     )
     assert response.status_code == 200
-    assert response.json == {**DEFAULTS, "enabled": True, "maxTokens": 16000}
-    assert svc.settings.all() == {"memoryEnabled": True, "memoryMaxTokens": 16000}
+    assert response.json == {**DEFAULTS, "enabled": True, "maxTokens": 8000}
+    assert svc.settings.all() == {"memoryEnabled": True, "memoryMaxTokens": 8000}
     client.put("/api/settings/memory", json={"strategy": "recent"}, headers=admin)
     after = client.get("/api/settings/memory", headers=admin).json
-    assert (after["enabled"], after["maxTokens"], after["strategy"]) == (True, 16000, "recent")
+    assert (after["enabled"], after["maxTokens"], after["strategy"]) == (True, 8000, "recent")
+
+
+def test_the_budget_setting_stops_where_retrieval_does():
+    # One bound: a budget the settings accept is one that retrieval spends in full.
+    assert MAX_BUDGET_TOKENS == 8000
+    assert normalise({"memoryMaxTokens": 10**6})["maxTokens"] == MAX_BUDGET_TOKENS
+
+
+def test_skills_enabled_is_not_a_setting_here(client, admin, svc):
+    # There is no skills subsystem, so the reference's switch is refused, not silently kept.
+    response = client.put("/api/settings/memory", json={"skillsEnabled": False}, headers=admin)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == "skillsEnabled"
+    assert "skillsEnabled" not in client.get("/api/settings/memory", headers=admin).json
+
+
+def test_the_spec_describes_every_setting_from_the_registry(client):
+    schemas = client.get("/openapi.json").json["components"]["schemas"]
+    for schema in ("MemorySettings", "MemorySettingsUpdate"):
+        properties = schemas[schema]["properties"]
+        assert list(properties) == [setting.name for setting in SETTINGS]
+        assert all(properties[s.name]["description"].startswith(s.help) for s in SETTINGS)
+
+
+def test_settings_not_yet_applied_say_so():
+    waiting = {setting.name for setting in SETTINGS if not setting.applied}
+    assert waiting == {"vectorStore", "primaryBackend", "fallbackBackends", "backendConfigs"}
+    assert all(s.help.startswith("Not yet applied") for s in SETTINGS if s.name in waiting)
 
 
 def test_put_with_null_clears_an_optional_model(client, admin):

@@ -1,8 +1,8 @@
 import logging
 import stat
 
-from omniroute import create_app
 from omniroute.auth import TOKEN_FILE_NAME, ensure_admin_token
+from omniroute.factory import create_app
 
 
 def test_a_configured_token_wins_and_no_file_is_written(tmp_path):

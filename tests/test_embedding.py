@@ -19,7 +19,8 @@ from omniroute.memory.embedding.static_model import (
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
-from omniroute.proxy.providers import Provider
+from omniroute.providers.client import ProviderClient
+from omniroute.providers.registry import Provider
 from tests.fake_upstream import EMBEDDING_DIMENSIONS, fake_embedding
 
 TEXTS = ["I love my dog", "Puppies are wonderful pets", "The quarterly tax return is due"]
@@ -95,7 +96,11 @@ def remote(upstream):
     def make(model: str = "embed-small", timeout: float = 5.0) -> RemoteEmbedder:
         provider = Provider(id="fake", base_url=upstream.base_url, api_key="sk-emb")
         return RemoteEmbedder(
-            client, provider, model, EMBEDDING_DIMENSIONS, allow_local=True, timeout=timeout
+            ProviderClient(client, allow_local=True),
+            provider,
+            model,
+            EMBEDDING_DIMENSIONS,
+            timeout=timeout,
         )
 
     yield make
@@ -125,7 +130,8 @@ def test_remote_failures_are_classified(remote, upstream, model, kind):
 
 def test_a_refused_connection_is_a_failed_request(upstream):
     provider = Provider(id="down", base_url="http://127.0.0.1:1/v1", api_key="k")
-    embedder = RemoteEmbedder(httpx.Client(), provider, "m", 8, allow_local=True, timeout=1)
+    client = ProviderClient(httpx.Client(), allow_local=True)
+    embedder = RemoteEmbedder(client, provider, "m", 8, timeout=1)
     with pytest.raises(EmbeddingError) as caught:
         embedder.embed(["x"])
     assert caught.value.kind == "request_failed"
@@ -138,7 +144,7 @@ def sources(tmp_path, svc, static_path):
 
     def make(**overrides):
         return EmbeddingSources(
-            {**config, **overrides}, svc.providers, svc.http, lambda: built.append(True)
+            {**config, **overrides}, svc.providers, svc.provider_client, lambda: built.append(True)
         ), built
 
     return make

@@ -3,9 +3,9 @@
 import pytest
 import sqlite_vec
 
-from omniroute import create_app
+from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
-from omniroute.memory.retrieval import RetrievalConfig
+from omniroute.memory.retrieval import RetrievalOptions, Retriever
 from omniroute.memory.vectors import VectorIndex
 from tests.conftest import ADMIN_TOKEN, eventually
 
@@ -36,14 +36,20 @@ def alice(svc):
     return "alice"
 
 
-def rank(svc, query: str, owner: str = "alice", **config):
-    options = {"strategy": "semantic", **config}
-    return svc.retriever.rank(
-        api_key_id=owner,
-        query=query,
-        config=RetrievalConfig(**options),
-        settings=svc.memory_settings.get(),
-    )
+def rank(svc, query: str, owner: str = "alice", strategy: str = "semantic", **options):
+    """Rank as the app's retriever does; `options` (fusion, top_k) make one of their own."""
+    retriever = svc.retriever
+    if options:
+        retriever = Retriever(
+            svc.memories, svc.vectors, svc.embeddings, options=RetrievalOptions(**options)
+        )
+    try:
+        return retriever.rank(
+            api_key_id=owner, query=query, settings=svc.memory_settings.get(), strategy=strategy
+        )
+    finally:
+        if retriever is not svc.retriever:
+            retriever.close()
 
 
 def vector_count(svc) -> int:

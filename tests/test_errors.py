@@ -1,6 +1,6 @@
 import pytest
 
-from omniroute import create_app
+from omniroute.factory import create_app
 from tests.conftest import ADMIN_TOKEN
 
 

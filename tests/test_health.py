@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from omniroute import create_app
+from omniroute.factory import create_app
 from tests.conftest import ADMIN_TOKEN
 
 # A dedicated Redis database, so that tests never touch db 0.

@@ -8,7 +8,8 @@ from rq import Queue
 from rq.registry import FailedJobRegistry
 
 from jobs import EXTRACTION_QUEUE
-from omniroute import create_app, queue
+from omniroute import queue
+from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests import job_functions
 from tests.conftest import ADMIN_TOKEN, REDIS_TEST_URL, eventually

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -98,13 +99,40 @@ def test_clear_deletes_every_match_not_only_fifty(gateway, keys, gateway_app):
     async def work():
         async with http_session(gateway.url, secret) as session:
             _, result = await call(session, "omniroute_memory_clear", type="factual")
-            assert result["deletedCount"] == 60
+            assert result == {
+                "success": True,
+                "data": {"deletedCount": 60, "message": "Deleted 60 memories."},
+            }
             _, rest = await call(session, "omniroute_memory_search")
             assert [m["key"] for m in rest["data"]["memories"]] == ["p"]
             _, future = await call(session, "omniroute_memory_clear", olderThan="2000-01-01")
-            assert future["deletedCount"] == 0
+            assert future["data"]["deletedCount"] == 0
 
     run(work)
+
+
+def test_clear_older_than_finds_old_memories_behind_many_new_ones(
+    gateway, keys, gateway_app, monkeypatch
+):
+    # Regression: clearing looked only at the newest 500, so 3 old memories behind 500 newer
+    # ones were never deleted.
+    alice_id, secret = keys["alice"]
+    svc = gateway_app.extensions["omniroute"]
+    with monkeypatch.context() as patch:
+        patch.setattr(svc.memories, "clock", lambda: datetime(2025, 1, 1, tzinfo=UTC))
+        for number in range(3):
+            svc.memories.create(api_key_id=alice_id, key=f"old{number}", content="old fact")
+    for number in range(500):
+        svc.memories.create(api_key_id=alice_id, key=f"new{number}", content="new fact")
+
+    async def work():
+        async with http_session(gateway.url, secret) as session:
+            _, result = await call(session, "omniroute_memory_clear", olderThan="2026-01-01")
+            assert result["data"]["deletedCount"] == 3
+
+    run(work)
+    left = svc.memories.find(MemoryFilter(api_key_id=alice_id), limit=1000)
+    assert len(left) == 500 and all(m.key.startswith("new") for m in left)
 
 
 def test_one_key_cannot_reach_another_keys_memories(gateway, keys, gateway_app):

@@ -1,7 +1,6 @@
 import pytest
 
 from omniroute.memory import rerank
-from omniroute.memory.retrieval import RetrievalConfig
 from tests.conftest import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -19,10 +18,7 @@ def svc(app, upstream):
 def ranked(svc, **settings):
     values = {**svc.memory_settings.get(), **settings}
     ranking = svc.retriever.rank(
-        api_key_id="alice",
-        query="tea",
-        config=RetrievalConfig(strategy="keyword"),
-        settings=values,
+        api_key_id="alice", query="tea", settings=values, strategy="keyword"
     )
     return ranking, [item.memory.content for item in ranking.items]
 

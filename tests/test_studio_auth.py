@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from omniroute import create_app
+from omniroute.factory import create_app
 from tests.conftest import ADMIN_TOKEN, csrf_of
 from tests.gateway_server import RunningGateway
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from omniroute import create_app
+from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests.browser import browsing, expect_refusal, log_in, row, screenshot
 from tests.conftest import ADMIN_TOKEN

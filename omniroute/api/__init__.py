@@ -8,7 +8,6 @@ from flask_smorest import Api
 
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
-from ..proxy import routes as gateway
 from . import engine, health, keys, memories, memory_transfer, providers, settings
 
 DOCS_ASSETS_URL = "/docs/assets/"
@@ -40,7 +39,8 @@ def _guard_api() -> None:
         require_admin()
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask) -> OmniApi:
+    """Register the REST API and its docs; return the Api, on which /v1 registers too."""
     app.config.update(
         API_TITLE="OmniRoute Memory",
         API_VERSION="1",
@@ -61,8 +61,6 @@ def init_app(app: Flask) -> None:
     api = OmniApi(app)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
-    for module in (engine, memory_transfer, memories, keys, providers, settings, health, gateway):
+    for module in (engine, memory_transfer, memories, keys, providers, settings, health):
         api.register_blueprint(module.blp)
-    if app.config["OMNIROUTE_PROVIDERS"]:
-        with app.app_context():
-            providers.seed_providers(app.config["OMNIROUTE_PROVIDERS"])
+    return api

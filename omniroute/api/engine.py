@@ -3,28 +3,29 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from flask import current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow.validate import Length, OneOf, Range
-from sqlalchemy import update
 
+from jobs import request_backfill
+
+from ..fields import StrictBoolean
 from ..memory.engine_status import engine_status
 from ..memory.preview import preview_retrieval
+from ..memory.retrieval import STRATEGIES
+from ..memory.settings import MAX_BUDGET_TOKENS
 from ..services import services
-from ..tables import memories
-from .fields import StrictBoolean
 
 blp = Blueprint("memory-engine", __name__, url_prefix="/api/memory", description="Memory engine")
-
-PREVIEW_STRATEGIES = ("recent", "keyword", "semantic", "hybrid")
 
 
 class PreviewSchema(ma.Schema):
     query = ma.fields.String(required=True, validate=Length(min=1))
     apiKeyId = ma.fields.String(required=True, validate=Length(min=1))
-    strategy = ma.fields.String(load_default="hybrid", validate=OneOf(PREVIEW_STRATEGIES))
-    maxTokens = ma.fields.Integer(load_default=2000, strict=True, validate=Range(1, 16000))
+    strategy = ma.fields.String(load_default="hybrid", validate=OneOf(STRATEGIES))
+    maxTokens = ma.fields.Integer(
+        load_default=2000, strict=True, validate=Range(1, MAX_BUDGET_TOKENS)
+    )
     limit = ma.fields.Integer(load_default=20, strict=True, validate=Range(1, 100))
     sessionId = ma.fields.String()
 
@@ -83,9 +84,10 @@ class RetrievePreview(MethodView):
         shows why each ranked where it did, and marks which fit the token budget. Changes
         nothing: no access is counted.
         """
+        svc = services()
         return preview_retrieval(
-            services(),
-            current_app.config,
+            svc.retriever,
+            svc.memory_settings.get(),
             api_key_id=body["apiKeyId"],
             query=body["query"],
             strategy=body["strategy"],
@@ -100,7 +102,8 @@ class EngineStatus(MethodView):
     @blp.response(200)
     def get(self):
         """Show the engine: keyword index, embedding source, vector store and backfill"""
-        return engine_status(services())
+        svc = services()
+        return engine_status(svc.retriever, svc.backfill, svc.memory_settings.get())
 
 
 @blp.route("/embedding-providers")
@@ -139,8 +142,7 @@ class Reindex(MethodView):
         """
         svc = services()
         if body["force"]:
-            with svc.db.write() as conn:
-                conn.execute(update(memories).values(needs_reindex=1))
+            svc.backfill.mark_all_for_reindex()
         pending = svc.backfill.pending()  # before the backfill starts eating into it
-        svc.request_backfill()
+        request_backfill(svc.jobs)
         return {"started": True, "pending": pending}

@@ -7,8 +7,8 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import And, Length
 
+from ..fields import not_blank
 from ..services import services
-from .fields import not_blank
 from .memory_schemas import SuccessSchema
 
 blp = Blueprint("keys", __name__, url_prefix="/api/keys", description="Gateway API keys")

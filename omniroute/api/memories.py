@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
 from ..clock import to_iso
 from ..errors import error_payload
-from ..memory.model import Memory, MemoryFilter
+from ..memory.listing import ListingQuery, filters_from, listing
+from ..memory.model import Memory
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..memory.verify import verify_pipeline
 from ..services import services
@@ -20,7 +19,6 @@ from .memory_schemas import (
     MemoryCreatedSchema,
     MemoryCreateSchema,
     MemoryEnvelopeSchema,
-    MemoryListArgs,
     MemoryListSchema,
     MemoryUpdatedSchema,
     MemoryUpdateSchema,
@@ -40,7 +38,7 @@ def _invalid(field: str, message: str):
 
 @blp.route("")
 class MemoryCollection(MethodView):
-    @blp.arguments(MemoryListArgs, location="query")
+    @blp.arguments(ListingQuery, location="query")
     @blp.response(200, MemoryListSchema)
     def get(self, args):
         """List memories
@@ -50,7 +48,7 @@ class MemoryCollection(MethodView):
         """
         limit = args["limit"]
         offset = args.get("offset", (args["page"] - 1) * limit)
-        return memory_listing(list_filters(args), limit=limit, offset=offset)
+        return listing(services().memories, filters_from(args), limit=limit, offset=offset)
 
     @blp.arguments(MemoryCreateSchema)
     @blp.response(201, MemoryCreatedSchema)
@@ -70,36 +68,6 @@ class MemoryCollection(MethodView):
 
 
 NO_SUCH_KEY = "No active API key has this id."
-
-
-def list_filters(args: dict) -> MemoryFilter:
-    """The MemoryFilter of loaded MemoryListArgs (or anything with the same names)."""
-    return MemoryFilter(
-        api_key_id=args.get("apiKeyId") or None,
-        type=args.get("type") or None,
-        session_id=args.get("sessionId"),
-        text=args.get("q") or None,
-    )
-
-
-def memory_listing(filters: MemoryFilter, *, limit: int, offset: int) -> dict:
-    """One page of memories with the counts of everything that matches."""
-    store = services().memories
-    page = store.list_page(filters, limit=limit, offset=offset)
-    return {
-        "data": page.data,
-        "total": page.total,
-        "page": offset // limit + 1,
-        "limit": limit,
-        "totalPages": math.ceil(page.total / limit),
-        "stats": {
-            "total": page.total,
-            "byType": page.by_type,
-            "tokensUsed": page.tokens_used,
-            "hitRate": round(page.accessed / page.total, 4) if page.total else 0.0,
-            "cacheStats": {"hits": store.cache_hits, "misses": store.cache_misses},
-        },
-    }
 
 
 def create_memory(body: dict, connection=None) -> tuple[Memory, bool]:

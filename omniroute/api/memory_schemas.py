@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow.validate import And, Length, OneOf, Range
+from marshmallow.validate import And, Length, OneOf
 
 from ..clock import utc_now
+from ..fields import Timestamp, not_blank, plain_json
 from ..memory.model import MEMORY_TYPES
-from .fields import Timestamp, not_blank, plain_json
+from ..memory.schemas import MemorySchema
 
 MAX_CONTENT_CHARS = 65_536
 MAX_KEY_CHARS = 256
@@ -29,35 +30,6 @@ def _key(**kwargs) -> ma.fields.String:
 
 def _type(**kwargs) -> ma.fields.String:
     return ma.fields.String(validate=OneOf(MEMORY_TYPES), **kwargs)
-
-
-class MemorySchema(ma.Schema):
-    id = ma.fields.String()
-    apiKeyId = ma.fields.String(attribute="api_key_id")
-    sessionId = ma.fields.String(attribute="session_id")
-    type = ma.fields.String()
-    key = ma.fields.String()
-    content = ma.fields.String()
-    metadata = ma.fields.Dict()
-    createdAt = ma.fields.String(attribute="created_at")
-    updatedAt = ma.fields.String(attribute="updated_at")
-    expiresAt = ma.fields.String(attribute="expires_at", allow_none=True)
-    accessCount = ma.fields.Integer(attribute="access_count")
-    lastAccessedAt = ma.fields.String(attribute="last_accessed_at", allow_none=True)
-
-
-class MemoryListArgs(ma.Schema):
-    page = ma.fields.Integer(load_default=1, validate=Range(min=1))
-    limit = ma.fields.Integer(load_default=50, validate=Range(1, 200))
-    offset = ma.fields.Integer(
-        validate=Range(min=0), metadata={"description": "Wins over page when given."}
-    )
-    q = ma.fields.String(
-        metadata={"description": "Case-insensitive literal substring of content or key."}
-    )
-    apiKeyId = ma.fields.String()
-    type = _type()
-    sessionId = ma.fields.String()
 
 
 class CacheStatsSchema(ma.Schema):

@@ -14,11 +14,11 @@ from marshmallow.validate import Length
 
 from ..clock import to_iso, utc_now
 from ..errors import field_details
-from ..memory.listing import iter_live
+from ..memory.listing import ListingQuery, filters_from, iter_live
 from ..memory.model import MEMORY_TYPES
 from ..services import services
-from .memories import NO_SUCH_KEY, create_memory, list_filters
-from .memory_schemas import MemoryCreateSchema, MemoryListArgs, MemorySchema
+from .memories import NO_SUCH_KEY, create_memory
+from .memory_schemas import MemoryCreateSchema, MemorySchema
 
 blp = Blueprint(
     "memory-transfer", __name__, url_prefix="/api/memory", description="Memory export and import"
@@ -28,7 +28,7 @@ MAX_IMPORT_ITEMS = 10_000
 IMPORT_BATCH = 100  # memories written per transaction: other writers wait at most one batch
 
 
-class ExportArgs(MemoryListArgs):
+class ExportArgs(ListingQuery):
     class Meta:
         exclude = ("page", "limit", "offset")
 
@@ -87,7 +87,7 @@ def _export_json(args: dict[str, Any], exported_at: str) -> Iterator[str]:
     yield f'{{"exportedAt": {json.dumps(exported_at)}, "filters": {json.dumps(args)},'
     yield ' "memories": ['
     count = 0
-    for memory in iter_live(services().memories, list_filters(args)):
+    for memory in iter_live(services().memories, filters_from(args)):
         yield ("," if count else "") + "\n  " + json.dumps(schema.dump(memory), ensure_ascii=False)
         count += 1
     yield f'\n], "count": {count}}}\n'

@@ -1,4 +1,7 @@
-"""/api/settings: the runtime memory and gateway settings."""
+"""/api/settings: the runtime memory and gateway settings.
+
+The memory settings' schemas are built from the one registry in omniroute.memory.settings.
+"""
 
 from __future__ import annotations
 
@@ -7,60 +10,55 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf
 
-from ..memory.settings import EMBEDDING_SOURCES, STRATEGIES, VECTOR_STORES
-from ..proxy.providers import DEFAULT_PROVIDER_SETTING
+from jobs import request_backfill
+
+from ..fields import StrictBoolean, StrictNumber, plain_json
+from ..memory import settings as registry
+from ..providers.schemas import guarded_url
 from ..services import services
-from .fields import StrictBoolean, StrictNumber, plain_json
-from .providers import guarded_url
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
 
 
-class MemorySettingsSchema(ma.Schema):
-    enabled = ma.fields.Boolean(
-        metadata={"description": "Retrieve, inject and extract memories in /v1 requests."}
-    )
-    maxTokens = ma.fields.Integer(metadata={"description": "Injection budget, 0..16000."})
-    retentionDays = ma.fields.Integer(metadata={"description": "1..365 days."})
-    strategy = ma.fields.String(metadata={"description": "recent, semantic or hybrid."})
-    skillsEnabled = ma.fields.Boolean()
-    embeddingSource = ma.fields.String()
-    embeddingProviderModel = ma.fields.String(allow_none=True)
-    transformersEnabled = ma.fields.Boolean()
-    staticEnabled = ma.fields.Boolean()
-    rerankEnabled = ma.fields.Boolean()
-    rerankProviderModel = ma.fields.String(allow_none=True)
-    vectorStore = ma.fields.String()
-    primaryBackend = ma.fields.String()
-    fallbackBackends = ma.fields.List(ma.fields.String())
-    backendConfigs = ma.fields.Dict()
-    customBaseUrl = ma.fields.String(
-        allow_none=True,
-        metadata={"description": "A memory-only OpenAI-compatible /embeddings endpoint."},
-    )
-    customModelId = ma.fields.String(allow_none=True)
+def _served(setting: registry.Setting) -> ma.fields.Field:
+    """How GET shows a setting."""
+    metadata = {"description": setting.help}
+    if setting.kind == registry.BOOLEAN:
+        return ma.fields.Boolean(metadata=metadata)
+    if setting.kind == registry.INTEGER:
+        return ma.fields.Integer(metadata=metadata)
+    if setting.kind == registry.STRINGS:
+        return ma.fields.List(ma.fields.String(), metadata=metadata)
+    if setting.kind == registry.OBJECT:
+        return ma.fields.Dict(metadata=metadata)
+    return ma.fields.String(allow_none=setting.nullable, metadata=metadata)
 
 
-class MemorySettingsUpdateSchema(ma.Schema):
-    """Every field is optional; numbers are rounded and clamped to their range."""
+def _accepted(setting: registry.Setting) -> ma.fields.Field:
+    """How PUT reads a setting: only values of its kind (numbers are clamped afterwards)."""
+    metadata = {"description": f"{setting.help} Accepts: {setting.accepted()}."}
+    if setting.kind == registry.BOOLEAN:
+        return StrictBoolean(metadata=metadata)
+    if setting.kind == registry.INTEGER:
+        return StrictNumber(metadata=metadata)
+    if setting.kind == registry.CHOICE:
+        return ma.fields.String(validate=OneOf(setting.choices), metadata=metadata)
+    if setting.kind == registry.STRINGS:
+        return ma.fields.List(ma.fields.String(), metadata=metadata)
+    if setting.kind == registry.OBJECT:
+        return ma.fields.Dict(keys=ma.fields.String(), validate=plain_json, metadata=metadata)
+    validate = guarded_url if setting.kind == registry.URL else Length(min=1)
+    return ma.fields.String(allow_none=setting.nullable, validate=validate, metadata=metadata)
 
-    enabled = StrictBoolean()
-    maxTokens = StrictNumber()
-    retentionDays = StrictNumber()
-    strategy = ma.fields.String(validate=OneOf(STRATEGIES))
-    skillsEnabled = StrictBoolean()
-    embeddingSource = ma.fields.String(validate=OneOf(EMBEDDING_SOURCES))
-    embeddingProviderModel = ma.fields.String(allow_none=True, validate=Length(min=1))
-    transformersEnabled = StrictBoolean()
-    staticEnabled = StrictBoolean()
-    rerankEnabled = StrictBoolean()
-    rerankProviderModel = ma.fields.String(allow_none=True, validate=Length(min=1))
-    vectorStore = ma.fields.String(validate=OneOf(VECTOR_STORES))
-    primaryBackend = ma.fields.String(validate=Length(min=1))
-    fallbackBackends = ma.fields.List(ma.fields.String())
-    backendConfigs = ma.fields.Dict(keys=ma.fields.String(), validate=plain_json)
-    customBaseUrl = ma.fields.String(allow_none=True, validate=guarded_url)
-    customModelId = ma.fields.String(allow_none=True, validate=Length(min=1))
+
+MemorySettingsSchema = ma.Schema.from_dict(
+    {setting.name: _served(setting) for setting in registry.SETTINGS},
+    name="MemorySettingsSchema",
+)
+MemorySettingsUpdateSchema = ma.Schema.from_dict(
+    {setting.name: _accepted(setting) for setting in registry.SETTINGS},
+    name="MemorySettingsUpdateSchema",
+)
 
 
 @blp.route("/memory")
@@ -75,12 +73,13 @@ class MemorySettingsResource(MethodView):
     def put(self, body):
         """Change memory settings
 
-        Writes only the fields given and returns all settings, normalised. A change of
-        embedding source starts the backfill at once (and the static model's build, the
-        first time static is enabled).
+        Writes only the fields given and returns all settings, normalised: every field is
+        optional, numbers are rounded and clamped to their range. A change of embedding
+        source starts the backfill at once (and the static model's build, the first time
+        static is enabled).
         """
         settings = services().memory_settings.update(body)
-        services().request_backfill()
+        request_backfill(services().jobs)
         return settings
 
 
@@ -91,24 +90,21 @@ class GatewaySettingsSchema(ma.Schema):
     )
 
 
-def gateway_settings() -> dict:
-    return {"defaultProvider": services().settings.all().get(DEFAULT_PROVIDER_SETTING)}
-
-
 @blp.route("/gateway")
 class GatewaySettingsResource(MethodView):
     @blp.response(200, GatewaySettingsSchema)
     def get(self):
         """Get the gateway settings"""
-        return gateway_settings()
+        return {"defaultProvider": services().providers.default_id()}
 
     @blp.arguments(GatewaySettingsSchema)
     @blp.response(200, GatewaySettingsSchema)
     def put(self, body):
         """Change the gateway settings"""
+        providers = services().providers
         if "defaultProvider" in body:
             provider_id = body["defaultProvider"] or None
-            if provider_id and services().providers.get(provider_id) is None:
+            if provider_id and providers.get(provider_id) is None:
                 abort(422, errors={"json": {"defaultProvider": ["No provider has this id."]}})
-            services().settings.put({DEFAULT_PROVIDER_SETTING: provider_id})
-        return gateway_settings()
+            providers.set_default(provider_id)
+        return {"defaultProvider": providers.default_id()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import create_app
+from ..factory import create_app
 from .auth import Caller
 from .server import build_server
 

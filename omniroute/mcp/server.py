@@ -16,12 +16,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ..api.memory_schemas import MemorySchema
 from ..clock import to_iso
+from ..memory.budget import within_budget
 from ..memory.model import MemoryFilter, estimate_tokens
-from ..memory.retrieval import within_budget
+from ..memory.schemas import MemorySchema
 from ..memory.store import KeyConflict, MemoryNotFound
-from ..proxy.pipeline import retrieval_config
 from ..services import Services
 from .auth import Caller, GatewayTokenVerifier, current_caller
 
@@ -43,7 +42,7 @@ def build_server(
     base_url: str,
     stdio_caller: Caller | None = None,
 ) -> MCPServer:
-    """The MCP server for one app: `config` is the app's (admin token, MEMORY_* settings)."""
+    """The MCP server for one app: `config` is the app's (for the admin token)."""
     server = MCPServer(
         "omniroute-memory",
         instructions="Search, add, correct and clear the memories of your OmniRoute key.",
@@ -80,12 +79,8 @@ def build_server(
             settings = svc.memory_settings.get()
             budget = maxTokens or settings["maxTokens"] or 2000
             if query and query.strip():
-                ranking = svc.retriever.rank(
-                    api_key_id=owner,
-                    query=query,
-                    config=retrieval_config(settings, config),  # as the proxy retrieves
-                    settings=settings,
-                )
+                # The same retriever, with the same settings, as the proxy.
+                ranking = svc.retriever.rank(api_key_id=owner, query=query, settings=settings)
                 found = [item.memory for item in ranking.items]
             else:
                 found = svc.memories.find(MemoryFilter(api_key_id=owner), limit=100)
@@ -189,19 +184,15 @@ def build_server(
     ) -> dict[str, Any]:
         """Forget every memory of the key that matches (all of them, not only the first 50)."""
         owner = current_caller(stdio_caller).owner(apiKeyId)
-        cutoff = to_iso(olderThan) if olderThan else None
-
-        def work() -> int:
-            deleted = 0
-            while True:
-                batch = svc.memories.find(MemoryFilter(api_key_id=owner, type=type), limit=500)
-                doomed = [m for m in batch if cutoff is None or m.created_at < cutoff]
-                for memory in doomed:
-                    deleted += svc.memories.delete(memory.id)
-                if len(batch) < 500 or not doomed:
-                    return deleted
-
-        deleted = await run(work)
-        return {"deletedCount": deleted, "message": f"Deleted {deleted} memories."}
+        doomed = MemoryFilter(
+            api_key_id=owner,
+            type=type,
+            created_before=to_iso(olderThan) if olderThan else None,
+        )
+        deleted = await run(lambda: svc.memories.delete_matching(doomed))
+        return {
+            "success": True,
+            "data": {"deletedCount": deleted, "message": f"Deleted {deleted} memories."},
+        }
 
     return server

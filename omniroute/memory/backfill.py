@@ -11,9 +11,10 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, select, update
 
 from ..tables import memories
+from .conditions import not_expired
 from .embedding.base import EmbeddingError, signature
 from .embedding.sources import EmbeddingSources
 from .settings import MemorySettings
@@ -49,11 +50,17 @@ class Backfill:
     def pending(self) -> int:
         """Live memories still waiting for a vector."""
         with self.store.db.read() as conn:
-            return conn.exec_driver_sql(
-                "SELECT count(*) FROM memories WHERE needs_reindex = 1"
-                " AND (expires_at IS NULL OR expires_at > ?)",
-                (self.store.now(),),
+            return conn.execute(
+                select(func.count()).where(
+                    memories.c.needs_reindex == 1,
+                    not_expired(memories.c.expires_at, self.store.now()),
+                )
             ).scalar_one()
+
+    def mark_all_for_reindex(self) -> None:
+        """Give every memory a new vector on the next run (force reindex)."""
+        with self.store.db.write() as conn:
+            conn.execute(update(memories).values(needs_reindex=1))
 
     def run(self, max_batches: int | None = None) -> Progress:
         """Embed pending memories until none is left (or `max_batches` ran)."""
@@ -85,7 +92,7 @@ class Backfill:
                 select(memories.c.seq, memories.c.api_key_id, memories.c.content)
                 .where(
                     memories.c.needs_reindex == 1,
-                    or_(memories.c.expires_at.is_(None), memories.c.expires_at > self.store.now()),
+                    not_expired(memories.c.expires_at, self.store.now()),
                 )
                 .order_by(memories.c.created_at)
                 .limit(BATCH_SIZE)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from .backfill import Backfill
 from .embedding.static_model import build_state
 from .listing import count_live
+from .retrieval import Retriever
 
 
-def engine_status(svc) -> dict[str, Any]:
-    settings = svc.memory_settings.get()
-    resolution = svc.embeddings.resolve(settings)
+def engine_status(
+    retriever: Retriever, backfill: Backfill, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The report for the memory settings `settings`, from the engine's own parts."""
+    resolution = retriever.sources.resolve(settings)
     embedder = resolution.embedder
-    with svc.db.read() as conn:
-        meta = svc.vectors.meta(conn) if svc.db.vectors.available else None
-        rows = svc.vectors.count(conn) if svc.db.vectors.available else 0
+    vectors = retriever.store.db.vectors
+    with retriever.store.db.read() as conn:
+        meta = retriever.index.meta(conn) if vectors.available else None
+        rows = retriever.index.count(conn) if vectors.available else 0
     return {
         "keyword": {"available": True, "backend": "FTS5"},
         "embedding": {
@@ -24,40 +30,21 @@ def engine_status(svc) -> dict[str, Any]:
             "available": embedder is not None,
             "reason": resolution.reason,
             "cacheStats": embedder.stats() if embedder else None,
-            "staticModel": build_state(svc.embeddings.static_path()),
+            "staticModel": build_state(retriever.sources.static_path()),
         },
         "vectorStore": {
             "backend": "sqlite-vec",
-            "available": svc.db.vectors.available,
-            "version": svc.db.vectors.version,
-            "reason": svc.db.vectors.error,
-            "quantization": svc.vectors.quantization,
+            "available": vectors.available,
+            "version": vectors.version,
+            "reason": vectors.error,
+            "quantization": retriever.index.quantization,
             "signature": meta.signature if meta else None,
             "dimensions": meta.active_dim if meta else None,
             "lastResetAt": meta.last_reset_at if meta else None,
             "rowCount": rows,
-            "memoryCount": count_live(svc.memories),
-            "needsReindex": svc.backfill.pending(),
-            "backfill": svc.backfill.progress.as_dict(),
+            "memoryCount": count_live(retriever.store),
+            "needsReindex": backfill.pending(),
+            "backfill": backfill.progress.as_dict(),
         },
-        "rerank": rerank_status(svc, settings),
-    }
-
-
-def rerank_status(svc, settings) -> dict[str, Any]:
-    model = settings["rerankProviderModel"]
-    provider = svc.providers.get(model.partition("/")[0]) if model else None
-    reason = None
-    if not settings["rerankEnabled"]:
-        reason = "rerankEnabled is false"
-    elif not model:
-        reason = "no rerankProviderModel is set"
-    elif provider is None:
-        reason = f"no provider for {model!r}"
-    return {
-        "enabled": settings["rerankEnabled"],
-        "model": model,
-        "provider": provider.id if provider else None,
-        "available": reason is None,
-        "reason": reason,
+        "rerank": retriever.reranker.status(settings),
     }

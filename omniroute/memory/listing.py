@@ -1,16 +1,71 @@
-"""Reading every live memory that matches a filter: for export, counts and progress."""
+"""Listing memories: the query a list takes, its pages and counts, and reading every match.
+
+The REST API and the studio parse their query strings with the one `ListingQuery` schema
+and answer from `listing`, so a filter means the same on both.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any
 
+import marshmallow as ma
+from marshmallow.validate import OneOf, Range
 from sqlalchemy import func, select, tuple_
 
 from ..tables import memories
-from .model import Memory, MemoryFilter
+from .model import MEMORY_TYPES, Memory, MemoryFilter
 from .store import MemoryStore
 
 EXPORT_BATCH = 500
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+
+class ListingQuery(ma.Schema):
+    """The filters and paging of a list of memories, as query parameters."""
+
+    page = ma.fields.Integer(load_default=1, validate=Range(min=1))
+    limit = ma.fields.Integer(load_default=DEFAULT_PAGE_SIZE, validate=Range(1, MAX_PAGE_SIZE))
+    offset = ma.fields.Integer(
+        validate=Range(min=0), metadata={"description": "Wins over page when given."}
+    )
+    q = ma.fields.String(
+        metadata={"description": "Case-insensitive literal substring of content or key."}
+    )
+    apiKeyId = ma.fields.String(metadata={"description": "Empty means every key."})
+    type = ma.fields.String(validate=OneOf(MEMORY_TYPES))
+    sessionId = ma.fields.String()
+
+
+def filters_from(query: Mapping[str, Any]) -> MemoryFilter:
+    """The MemoryFilter of a loaded ListingQuery (empty values filter nothing)."""
+    return MemoryFilter(
+        api_key_id=query.get("apiKeyId") or None,
+        type=query.get("type") or None,
+        session_id=query.get("sessionId"),
+        text=query.get("q") or None,
+    )
+
+
+def listing(store: MemoryStore, filters: MemoryFilter, *, limit: int, offset: int) -> dict:
+    """One page of memories with the counts of everything that matches."""
+    page = store.list_page(filters, limit=limit, offset=offset)
+    return {
+        "data": page.data,
+        "total": page.total,
+        "page": offset // limit + 1,
+        "limit": limit,
+        "totalPages": math.ceil(page.total / limit),
+        "stats": {
+            "total": page.total,
+            "byType": page.by_type,
+            "tokensUsed": page.tokens_used,
+            "hitRate": round(page.accessed / page.total, 4) if page.total else 0.0,
+            "cacheStats": {"hits": store.cache_hits, "misses": store.cache_misses},
+        },
+    }
 
 
 def iter_live(store: MemoryStore, filters: MemoryFilter) -> Iterator[Memory]:

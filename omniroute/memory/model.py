@@ -55,6 +55,8 @@ class MemoryFilter:
     text: str | None = None
     # Only memories created at or after this time (ISO text, as stored).
     created_after: str | None = None
+    # Only memories created before this time (ISO text, as stored).
+    created_before: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..proxy.pipeline import retrieval_config
+from .budget import within_budget
 from .model import estimate_tokens
-from .retrieval import MAX_BUDGET_TOKENS, within_budget
+from .retrieval import Retriever
+from .settings import MAX_BUDGET_TOKENS
 
 
 def preview_retrieval(
-    svc,
-    app_config: Mapping[str, Any],
+    retriever: Retriever,
+    settings: Mapping[str, Any],
     *,
     api_key_id: str,
     query: str,
@@ -23,17 +24,14 @@ def preview_retrieval(
 ) -> dict[str, Any]:
     """Rank the key's memories as the gateway would, with each one's scores and the budget.
 
-    Changes nothing: no access is counted.
+    `settings` are the memory settings the gateway would use; `strategy` and `max_tokens`
+    stand in for theirs. Changes nothing: no access is counted.
     """
-    settings = svc.memory_settings.get()
-    config = retrieval_config(
-        {**settings, "strategy": strategy, "maxTokens": max_tokens}, app_config
-    )
-    ranking = svc.retriever.rank(
+    ranking = retriever.rank(
         api_key_id=api_key_id,
         query=query,
-        config=config,
         settings=settings,
+        strategy=strategy,
         session_id=session_id,
     )
     found = [item.memory for item in ranking.items]
@@ -57,9 +55,9 @@ def preview_retrieval(
         "resolution": {
             "embeddingSource": ranking.embedding_source,
             "embeddingModel": ranking.embedding_model,
-            "vectorStore": "sqlite-vec" if svc.db.vectors.available else "none",
+            "vectorStore": retriever.vector_store,
             "strategyUsed": ranking.strategy_used,
-            "fusion": config.fusion,
+            "fusion": retriever.options.fusion,
             "rerankApplied": ranking.rerank_applied,
             "rerankError": ranking.rerank_error,
             "fallbackReason": ranking.fallback_reason,

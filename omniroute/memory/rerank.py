@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
-from ..net import BlockedURL, check_base_url
-from ..proxy.providers import ProviderStore
+from ..providers.client import TIMEOUT, ProviderClient, ProviderError
+from ..providers.registry import ProviderStore
 
 TIMEOUT_SECONDS = 5.0
 MAX_DOCUMENTS = 50
@@ -25,42 +23,52 @@ class RerankFailed(RuntimeError):
 
 
 class Reranker:
-    def __init__(self, providers: ProviderStore, http: httpx.Client, allow_local: bool) -> None:
+    def __init__(self, providers: ProviderStore, client: ProviderClient) -> None:
         self._providers = providers
-        self._http = http
-        self._allow_local = allow_local
+        self._client = client
 
     def model_for(self, settings: Mapping[str, Any]) -> str | None:
         if not settings["rerankEnabled"] or not settings["rerankProviderModel"]:
             return None
         return settings["rerankProviderModel"]
 
+    def status(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Whether rerank would run with these settings, and why not."""
+        model = settings["rerankProviderModel"]
+        found = self._providers.for_model_ref(model) if model else None
+        reason = None
+        if not settings["rerankEnabled"]:
+            reason = "rerankEnabled is false"
+        elif not model:
+            reason = "no rerankProviderModel is set"
+        elif found is None:
+            reason = f"no provider for {model!r}"
+        return {
+            "enabled": settings["rerankEnabled"],
+            "model": model,
+            "provider": found[0].id if found else None,
+            "available": reason is None,
+            "reason": reason,
+        }
+
     def rerank(self, model: str, query: str, documents: list[str]) -> list[tuple[int, float]]:
         """Return (index into documents, relevance) best first; raise RerankFailed."""
-        provider_id, _, bare = model.partition("/")
-        provider = self._providers.get(provider_id)
-        if provider is None or not bare:
+        found = self._providers.for_model_ref(model)
+        if found is None:
             raise RerankFailed(f"no provider for rerank model {model!r}")
-        try:
-            base_url = check_base_url(provider.base_url, allow_local=self._allow_local)
-        except BlockedURL as exc:
-            raise RerankFailed(f"provider URL refused: {exc}") from None
-        headers = {"Authorization": f"Bearer {provider.api_key}"} if provider.api_key else {}
+        provider, bare = found
         body = {"model": bare, "query": query, "documents": documents, "top_n": len(documents)}
         try:
-            response = self._http.post(
-                f"{base_url}/rerank", json=body, headers=headers, timeout=TIMEOUT_SECONDS
-            )
-        except httpx.TimeoutException:
-            raise RerankFailed(f"{model} did not answer within {TIMEOUT_SECONDS:.0f} s") from None
-        except httpx.HTTPError as exc:
-            raise RerankFailed(f"{model}: {type(exc).__name__}") from None
-        if response.status_code >= 400:
-            raise RerankFailed(f"{model} answered {response.status_code}")
+            answer = self._client.post_json(provider, "/rerank", body, timeout=TIMEOUT_SECONDS)
+        except ProviderError as exc:
+            if exc.kind == TIMEOUT:
+                raise RerankFailed(
+                    f"{model} did not answer within {TIMEOUT_SECONDS:.0f} s"
+                ) from None
+            raise RerankFailed(f"{model}: {exc.message}") from None
         try:
-            results = response.json()["results"]
-            ranked = [(int(r["index"]), float(r["relevance_score"])) for r in results]
-        except (ValueError, KeyError, TypeError):
+            ranked = [(int(r["index"]), float(r["relevance_score"])) for r in answer["results"]]
+        except (KeyError, TypeError, ValueError):
             raise RerankFailed(f"{model} sent no usable results") from None
         seen: set[int] = set()
         valid = []

@@ -29,13 +29,16 @@ from ..tables import memories
 from .embedding.base import EmbeddingError, signature
 from .embedding.sources import EmbeddingSources
 from .fts import keyword_search
-from .model import Memory, MemoryFilter, estimate_tokens
+from .model import Memory, MemoryFilter
 from .rerank import MAX_DOCUMENTS as MAX_RERANKED
 from .rerank import Reranker, RerankFailed
 from .store import MemoryStore
 from .vectors import VectorIndex
 
-MAX_BUDGET_TOKENS = 8000
+# The strategies a retrieval may use; chat requests (the strategy setting) take all but the
+# bare keyword search, as the reference does; a preview may ask for any.
+STRATEGIES = ("keyword", "semantic", "hybrid", "recent")
+CHAT_STRATEGIES = ("recent", "semantic", "hybrid")
 CANDIDATES = 100
 FUSIONS = ("blend", "rrf")
 # Cosine similarity below which a vector match counts as unrelated (all-MiniLM-L6-v2 and
@@ -45,19 +48,21 @@ BLEND_KEYWORD_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
-class RetrievalConfig:
-    strategy: str = "hybrid"
-    max_tokens: int = 2000
-    retention_days: int = 30
+class RetrievalOptions:
+    """How the engine retrieves, fixed for the life of the process (MEMORY_* env settings)."""
+
     top_k: int = 100
     fusion: str = "blend"
     rrf_k: int = 60
 
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], **options: Any) -> RetrievalConfig:
-        return cls(
-            settings["strategy"], settings["maxTokens"], settings["retentionDays"], **options
-        )
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """One retrieval: the process's options with the memory settings of the moment."""
+
+    strategy: str
+    retention_days: int
+    options: RetrievalOptions
 
 
 @dataclass
@@ -81,29 +86,49 @@ class Ranking:
 
 
 class Retriever:
+    strategies = STRATEGIES
+
     def __init__(
         self,
         store: MemoryStore,
         index: VectorIndex,
         sources: EmbeddingSources | None,
         reranker: Reranker | None = None,
+        options: RetrievalOptions | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.sources = sources
         self.reranker = reranker
+        self.options = options or RetrievalOptions()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="omniroute-search")
+
+    @property
+    def vector_store(self) -> str:
+        """Where the vectors live, as reports name it."""
+        return "sqlite-vec" if self.store.db.vectors.available else "none"
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
     def rank(
         self,
         *,
         api_key_id: str,
         query: str,
-        config: RetrievalConfig,
         settings: Mapping[str, Any],
+        strategy: str | None = None,
         session_id: str | None = None,
     ) -> Ranking:
-        """Every candidate, scored and ordered best first (no budget applied)."""
+        """Every candidate, scored and ordered best first (no budget applied).
+
+        `settings` are the memory settings; `strategy` overrides theirs (the preview's).
+        """
+        config = RetrievalConfig(
+            strategy=strategy or settings["strategy"],
+            retention_days=settings["retentionDays"],
+            options=self.options,
+        )
         ranking = self._candidates(api_key_id, query, config, settings, session_id)
         model = self.reranker.model_for(settings) if self.reranker else None
         if model and ranking.items and query.strip():
@@ -167,7 +192,7 @@ class Retriever:
             ranking.strategy_used = "keyword"
             ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
         else:
-            ranking.items = fuse(keyword, vector, config)
+            ranking.items = fuse(keyword, vector, config.options)
         return ranking
 
     def _keyword(self, live: MemoryFilter, query: str) -> list[tuple[Memory, float]]:
@@ -219,7 +244,9 @@ class Retriever:
             ranking.fallback_reason = f"embedding failed ({exc.kind}): {exc}"
             return None
         with self.store.db.read() as conn:
-            hits = self.index.search(conn, live.api_key_id or "", query_vector, config.top_k)
+            hits = self.index.search(
+                conn, live.api_key_id or "", query_vector, config.options.top_k
+            )
             similar = {seq: sim for seq, sim in hits if sim >= SIMILARITY_FLOOR}
             if not similar:
                 return []
@@ -235,7 +262,7 @@ class Retriever:
 def fuse(
     keyword: list[tuple[Memory, float]],
     vector: list[tuple[Memory, float]],
-    config: RetrievalConfig,
+    options: RetrievalOptions,
 ) -> list[Ranked]:
     """Merge both lists by min-max normalised score blend, or by reciprocal rank fusion."""
     merged: dict[str, Ranked] = {}
@@ -246,10 +273,10 @@ def fuse(
         item.vec_score = similarity
         if item.fts_score is not None:
             item.tier = "hybrid"
-    if config.fusion == "rrf":
+    if options.fusion == "rrf":
         for ranked_list in (keyword, vector):
             for rank, (memory, _) in enumerate(ranked_list, start=1):
-                merged[memory.id].score += 1 / (config.rrf_k + rank)
+                merged[memory.id].score += 1 / (options.rrf_k + rank)
     else:
         keyword_norm = _min_max(dict((m.id, s) for m, s in keyword))
         vector_norm = _min_max(dict((m.id, s) for m, s in vector))
@@ -267,26 +294,3 @@ def _min_max(scores: dict[str, float]) -> dict[str, float]:
     if high == low:
         return dict.fromkeys(scores, 1.0)
     return {key: (value - low) / (high - low) for key, value in scores.items()}
-
-
-def within_budget(found: list[Memory], max_tokens: int) -> list[Memory]:
-    """Take memories in order while their tokens fit the budget (REFERENCE section 4.6).
-
-    The budget is `max_tokens` clamped to MAX_BUDGET_TOKENS; none at all takes nothing. The
-    first memory that does not fit ends the walk, except that a first memory is taken even
-    when it alone is over the budget.
-    """
-    if max_tokens <= 0:
-        return []
-    budget = min(max_tokens, MAX_BUDGET_TOKENS)
-    taken: list[Memory] = []
-    used = 0
-    for memory in found:
-        cost = estimate_tokens(memory.content)
-        if used + cost > budget:
-            if not taken:
-                taken.append(memory)
-            break
-        taken.append(memory)
-        used += cost
-    return taken

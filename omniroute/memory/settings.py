@@ -1,64 +1,71 @@
-"""The memory settings: the reference's fifteen fields plus the custom embeddings endpoint.
+"""The memory settings: one registry that the REST schemas, the studio and the README use.
 
-Normalisation follows the reference: any value that is not of the accepted kind (numeric
-strings included) reads as the field's default; numbers are rounded and clamped.
+The reference's fields (less `skillsEnabled`: there are no skills here) plus the custom
+embeddings endpoint. Normalisation follows the reference: any stored or given value that is
+not of the accepted kind (numeric strings included) reads as the field's default; numbers are
+rounded and clamped. A field marked not applied is accepted and stored, and does nothing yet.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..settings_store import SettingsStore
+from .retrieval import CHAT_STRATEGIES
 
-STRATEGIES = ("recent", "semantic", "hybrid")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 
-
-def _boolean(value: Any) -> Any:
-    return value if isinstance(value, bool) else None
-
-
-def _number_between(low: int, high: int) -> Callable[[Any], Any]:
-    def normalise(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        if not math.isfinite(value):
-            return None
-        rounded = math.floor(value + 0.5)  # JavaScript's Math.round: halves round up
-        return min(max(rounded, low), high)
-
-    return normalise
-
-
-def _one_of(*choices: str) -> Callable[[Any], Any]:
-    return lambda value: value if isinstance(value, str) and value in choices else None
-
-
-def _non_empty_string(value: Any) -> Any:
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _strings(value: Any) -> Any:
-    if not isinstance(value, list):
-        return None
-    return [item for item in value if isinstance(item, str)]
-
-
-def _object(value: Any) -> Any:
-    return value if isinstance(value, dict) else None
+# The kinds of value a setting takes.
+BOOLEAN = "boolean"
+INTEGER = "integer"  # any finite number, rounded half up and clamped to [low, high]
+CHOICE = "choice"
+TEXT = "text"  # a non-blank string
+URL = "url"  # a non-blank string that the outbound URL guard accepts (checked by the API)
+STRINGS = "strings"  # a list; items that are not strings are dropped
+OBJECT = "object"
 
 
 @dataclass(frozen=True)
-class Field:
+class Setting:
     name: str  # as the API names it
     db_key: str  # as the settings table stores it
     default: Any
-    # Returns the normalised value, or None when the value is not acceptable.
-    normalise: Callable[[Any], Any]
+    kind: str
+    help: str
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+    nullable: bool = False  # whether null is a value (it clears the setting)
+    applied: bool = True  # False: stored for a part of the engine that does not exist yet
+
+    def normalise(self, value: Any) -> Any:
+        """The value as stored and served, or None when it is not of this setting's kind."""
+        if self.kind == BOOLEAN:
+            return value if isinstance(value, bool) else None
+        if self.kind == INTEGER:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            if not math.isfinite(value):
+                return None
+            rounded = math.floor(value + 0.5)  # JavaScript's Math.round: halves round up
+            return min(max(rounded, self.low), self.high)
+        if self.kind == CHOICE:
+            return value if isinstance(value, str) and value in self.choices else None
+        if self.kind in (TEXT, URL):
+            return value if isinstance(value, str) and value.strip() else None
+        if self.kind == STRINGS:
+            return (
+                [item for item in value if isinstance(item, str)]
+                if isinstance(value, list)
+                else None
+            )
+        if self.kind == OBJECT:
+            return value if isinstance(value, dict) else None
+        raise ValueError(f"unknown setting kind {self.kind!r}")
 
     def read(self, stored: Mapping[str, Any]) -> Any:
         if self.db_key not in stored:
@@ -66,36 +73,92 @@ class Field:
         value = self.normalise(stored[self.db_key])
         return _copy(self.default) if value is None else value
 
+    def accepted(self) -> str:
+        """What the setting accepts, in words (the README's column)."""
+        if self.kind == INTEGER:
+            return f"number, rounded, clamped to {self.low}..{self.high}"
+        if self.kind == CHOICE:
+            return ", ".join(f"`{choice}`" for choice in self.choices)
+        words = {
+            BOOLEAN: "boolean",
+            TEXT: "non-empty string",
+            URL: "http(s) URL, checked by the outbound URL guard",
+            STRINGS: "list of strings",
+            OBJECT: "JSON object",
+        }[self.kind]
+        return f"{words} or `null`" if self.nullable else words
+
 
 def _copy(value: Any) -> Any:
     return type(value)(value) if isinstance(value, list | dict) else value
 
 
-FIELDS: tuple[Field, ...] = (
-    Field("enabled", "memoryEnabled", False, _boolean),
-    Field("maxTokens", "memoryMaxTokens", 2000, _number_between(0, 16000)),
-    Field("retentionDays", "memoryRetentionDays", 30, _number_between(1, 365)),
-    Field("strategy", "memoryStrategy", "hybrid", _one_of(*STRATEGIES)),
-    Field("skillsEnabled", "skillsEnabled", True, _boolean),
-    Field("embeddingSource", "memoryEmbeddingSource", "auto", _one_of(*EMBEDDING_SOURCES)),
-    Field("embeddingProviderModel", "memoryEmbeddingProviderModel", None, _non_empty_string),
-    Field("transformersEnabled", "memoryTransformersEnabled", False, _boolean),
-    Field("staticEnabled", "memoryStaticEnabled", False, _boolean),
-    Field("rerankEnabled", "memoryRerankEnabled", False, _boolean),
-    Field("rerankProviderModel", "memoryRerankProviderModel", None, _non_empty_string),
-    Field("vectorStore", "memoryVectorStore", "auto", _one_of(*VECTOR_STORES)),
-    Field("primaryBackend", "memoryPrimaryBackend", "sqlite", _non_empty_string),
-    Field("fallbackBackends", "memoryFallbackBackends", [], _strings),
-    Field("backendConfigs", "memoryBackendConfigs", {}, _object),
-    Field("customBaseUrl", "memoryCustomBaseUrl", None, _non_empty_string),
-    Field("customModelId", "memoryCustomModelId", None, _non_empty_string),
-)
-FIELDS_BY_NAME = {field.name: field for field in FIELDS}
+NOT_YET = "Not yet applied: stored for "
+SETTINGS: tuple[Setting, ...] = (
+    Setting("enabled", "memoryEnabled", False, BOOLEAN,
+            "Retrieve, inject and extract memories in gateway requests."),
+    Setting("maxTokens", "memoryMaxTokens", 2000, INTEGER,
+            "The injection budget of one request, in tokens (0 injects nothing).",
+            low=0, high=8000),
+    Setting("retentionDays", "memoryRetentionDays", 30, INTEGER,
+            "Memories older than this many days are not injected.", low=1, high=365),
+    Setting("strategy", "memoryStrategy", "hybrid", CHOICE,
+            "How chat requests retrieve: newest first, by meaning, or keywords and meaning.",
+            choices=CHAT_STRATEGIES),
+    Setting("embeddingSource", "memoryEmbeddingSource", "auto", CHOICE,
+            "Where vectors come from; `auto` takes the first available of remote, static, "
+            "transformers.", choices=EMBEDDING_SOURCES),
+    Setting("embeddingProviderModel", "memoryEmbeddingProviderModel", None, TEXT,
+            "A provider's embedding model, `provider/model`.", nullable=True),
+    Setting("transformersEnabled", "memoryTransformersEnabled", False, BOOLEAN,
+            "Allow the packaged all-MiniLM-L6-v2 (384 dimensions) as a source."),
+    Setting("staticEnabled", "memoryStaticEnabled", False, BOOLEAN,
+            "Allow the static model2vec model (built offline the first time) as a source."),
+    Setting("rerankEnabled", "memoryRerankEnabled", False, BOOLEAN,
+            "Reorder retrieved memories with the rerank model."),
+    Setting("rerankProviderModel", "memoryRerankProviderModel", None, TEXT,
+            "The rerank model, `provider/model` (POST {baseUrl}/rerank).", nullable=True),
+    Setting("vectorStore", "memoryVectorStore", "auto", CHOICE,
+            NOT_YET + "the Qdrant tier; vectors live in sqlite-vec.",
+            choices=VECTOR_STORES, applied=False),
+    Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
+            NOT_YET + "memory backends; the local store serves.", applied=False),
+    Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,
+            NOT_YET + "memory backends.", applied=False),
+    Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
+            NOT_YET + "memory backends.", applied=False),
+    Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
+            "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),
+    Setting("customModelId", "memoryCustomModelId", None, TEXT,
+            "The model to ask that endpoint for.", nullable=True),
+)  # fmt: skip
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+# The largest budget a request may spend on memories: the maxTokens setting's upper bound.
+MAX_BUDGET_TOKENS: int = BY_NAME["maxTokens"].high  # type: ignore[assignment]
 
 
 def normalise(stored: Mapping[str, Any]) -> dict[str, Any]:
     """Map stored values (by DB key) to the normalised settings (by API name)."""
-    return {field.name: field.read(stored) for field in FIELDS}
+    return {setting.name: setting.read(stored) for setting in SETTINGS}
+
+
+def markdown_table() -> str:
+    """The README's table of memory settings."""
+    lines = ["| Field | Default | Accepted | What it does |", "|---|---|---|---|"]
+    for setting in SETTINGS:
+        default = _markdown_value(setting.default)
+        lines.append(f"| `{setting.name}` | {default} | {setting.accepted()} | {setting.help} |")
+    return "\n".join(lines)
+
+
+def _markdown_value(value: Any) -> str:
+    if value is None:
+        return "`null`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, list | dict):
+        return f"`{value!r}`".replace("'", '"')
+    return f"`{value}`"
 
 
 class MemorySettings:
@@ -109,8 +172,8 @@ class MemorySettings:
         """Store the given fields (by API name), normalised; return all settings."""
         to_store = {}
         for name, value in changes.items():
-            field = FIELDS_BY_NAME[name]
-            normalised = field.normalise(value)
-            to_store[field.db_key] = field.default if normalised is None else normalised
+            setting = BY_NAME[name]
+            normalised = setting.normalise(value)
+            to_store[setting.db_key] = setting.default if normalised is None else normalised
         self.store.put(to_store)
         return self.get()

@@ -23,7 +23,6 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    or_,
     select,
     update,
 )
@@ -32,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from ..clock import to_iso, utc_now
 from ..db import Database
 from ..tables import memories, memory_history
+from .conditions import live_matching, matching
 from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
 from .vectors import VectorIndex
 
@@ -39,6 +39,7 @@ from .vectors import VectorIndex
 # other processes (the RQ worker) are seen after at most this many seconds.
 CACHE_TTL_SECONDS = 5.0
 CACHE_MAX_ENTRIES = 500
+DELETE_BATCH = 500
 
 _UNSET: Any = object()
 
@@ -57,13 +58,15 @@ class MemoryStore:
         database: Database,
         clock: Callable[[], datetime] = utc_now,
         vectors: VectorIndex | None = None,
+        on_write: Callable[[], None] | None = None,
     ) -> None:
         self.db = database
         self.clock = clock
         # Deleting a memory, or changing its text, deletes its vector in the same transaction.
         self.vectors = vectors
-        # Called after a write of ours commits that left a memory without a vector.
-        self.on_write: Callable[[], None] | None = None
+        # Called after a write of ours commits that left a memory without a vector (the app
+        # passes "request a backfill"): the store knows nothing of queues.
+        self._on_write = on_write
         self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
         self._cache_lock = threading.Lock()
         self.cache_hits = 0
@@ -170,8 +173,8 @@ class MemoryStore:
 
     def notify_write(self) -> None:
         """Tell whoever listens that memories may need vectors (after a commit)."""
-        if self.on_write is not None:
-            self.on_write()
+        if self._on_write is not None:
+            self._on_write()
 
     def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
         """Delete a memory, expired or not; return False when there was none."""
@@ -181,6 +184,28 @@ class MemoryStore:
                 return False
             self._delete_row(conn, existing, self.now())
         return True
+
+    def delete_matching(self, filters: MemoryFilter, *, batch: int = DELETE_BATCH) -> int:
+        """Delete every memory that matches `filters`, expired ones too; return how many.
+
+        The filter runs in SQL, so it holds whatever the count and order. Each batch is its
+        own transaction (other writers wait at most one batch), with a history row and the
+        vector of every memory it deletes. Clearing means the text is gone, so memories
+        past their expiry (never served, still stored) go as well.
+        """
+        deleted = 0
+        while True:
+            now = self.now()
+            with self.db.write() as conn:
+                rows = conn.execute(
+                    select(memories).where(*matching(filters)).order_by(memories.c.seq).limit(batch)
+                ).mappings()
+                doomed = [Memory.from_row(row) for row in rows]
+                for memory in doomed:
+                    self._delete_row(conn, memory, now)
+            deleted += len(doomed)
+            if len(doomed) < batch:
+                return deleted
 
     def record_access(self, counts: Mapping[str, int]) -> None:
         """Add each memory's number of injections to its count, and stamp the time."""
@@ -230,7 +255,7 @@ class MemoryStore:
         with self._joined(connection, self.db.read) as conn:
             rows = conn.execute(
                 select(memories)
-                .where(*self._conditions(filters, self.now()))
+                .where(*self.live_conditions(filters))
                 .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
                 .limit(limit)
                 .offset(offset)
@@ -255,7 +280,7 @@ class MemoryStore:
                     func.sum((func.length(memories.c.content) + 3) // 4),
                     func.sum(case((memories.c.access_count > 0, 1), else_=0)),
                 )
-                .where(*self._conditions(filters, self.now()))
+                .where(*self.live_conditions(filters))
                 .group_by(memories.c.type)
             ).all()
         return MemoryPage(
@@ -278,28 +303,7 @@ class MemoryStore:
 
     def live_conditions(self, filters: MemoryFilter) -> list[Any]:
         """SQL conditions for live memories (not expired) matching the filters."""
-        return self._conditions(filters, self.now())
-
-    @staticmethod
-    def _conditions(filters: MemoryFilter, now: str) -> list[Any]:
-        conditions: list[Any] = [or_(memories.c.expires_at.is_(None), memories.c.expires_at > now)]
-        if filters.api_key_id is not None:
-            conditions.append(memories.c.api_key_id == filters.api_key_id)
-        if filters.type is not None:
-            conditions.append(memories.c.type == filters.type)
-        if filters.session_id is not None:
-            conditions.append(memories.c.session_id == filters.session_id)
-        if filters.created_after is not None:
-            conditions.append(memories.c.created_at >= filters.created_after)
-        if filters.text:
-            needle = filters.text.casefold()
-            conditions.append(
-                or_(
-                    func.instr(func.omr_casefold(memories.c.content), needle) > 0,
-                    func.instr(func.omr_casefold(memories.c.key), needle) > 0,
-                )
-            )
-        return conditions
+        return live_matching(filters, self.now())
 
     # -- row helpers ----------------------------------------------------------------------
 

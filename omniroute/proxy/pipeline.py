@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Request, current_app
+from flask import Request
 
-from jobs import EXTRACTION_QUEUE
-from jobs.memory import extract_facts
+from jobs import request_extraction
 
-from ..memory.retrieval import RetrievalConfig, within_budget
+from ..memory.budget import within_budget
+from ..providers.registry import Provider
 from ..services import Services
 from .conversation import last_user_text
 from .injection import inject, render
-from .providers import Provider
 
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
-
-
-def retrieval_config(settings: Mapping[str, Any], config: Mapping[str, Any]) -> RetrievalConfig:
-    """The retrieval configuration from the memory settings and the MEMORY_* env settings."""
-    return RetrievalConfig.from_settings(
-        settings,
-        top_k=config["MEMORY_VEC_TOP_K"],
-        fusion=config["MEMORY_FUSION"],
-        rrf_k=config["MEMORY_RRF_K"],
-    )
 
 
 @dataclass
@@ -41,7 +29,6 @@ class MemoryTurn:
     api_key_id: str
     session_id: str
     user_text: str = ""
-    config: RetrievalConfig | None = None
     injected: list[str] = field(default_factory=list)
 
     settings: dict[str, Any] = field(default_factory=dict)
@@ -55,22 +42,20 @@ class MemoryTurn:
         turn = cls(enabled, api_key_id, session_id, settings=settings)
         if enabled:
             turn.user_text = last_user_text(body["messages"])
-            turn.config = retrieval_config(settings, current_app.config)
         return turn
 
     def apply(
         self, svc: Services, body: dict[str, Any], provider: Provider, model: str
     ) -> dict[str, Any]:
         """Return the body to forward: with the relevant memories injected, if any."""
-        if not self.enabled or self.config is None:
+        if not self.enabled:
             return body
         ranking = svc.retriever.rank(
-            api_key_id=self.api_key_id,
-            query=self.user_text,
-            config=self.config,
-            settings=self.settings,
+            api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
         )
-        memories = within_budget([item.memory for item in ranking.items], self.config.max_tokens)
+        memories = within_budget(
+            [item.memory for item in ranking.items], self.settings["maxTokens"]
+        )
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
@@ -89,6 +74,4 @@ class MemoryTurn:
             return
         for text, source in ((self.user_text, "user_message"), (reply, "llm_response")):
             if text.strip():
-                svc.jobs.enqueue(
-                    EXTRACTION_QUEUE, extract_facts, self.api_key_id, self.session_id, text, source
-                )
+                request_extraction(svc.jobs, self.api_key_id, self.session_id, text, source)

@@ -10,10 +10,10 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
 from ..auth import bearer_token
+from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .conversation import StreamedReply, reply_text
 from .pipeline import MemoryTurn
-from .providers import DEFAULT_PROVIDER_SETTING, UnknownProvider, resolve_model
 from .upstream import UpstreamFailure, error_body, open_chat_completion
 
 blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
@@ -67,20 +67,14 @@ class ChatCompletions(MethodView):
         """
         svc = services()
         body = _read_body()
-        default_provider = svc.settings.all().get(DEFAULT_PROVIDER_SETTING)
         try:
-            provider, model = resolve_model(svc.providers, body["model"], default_provider)
+            provider, model = resolve_model(svc.providers, body["model"])
         except UnknownProvider as exc:
             _bad_field("model", str(exc))
         turn = MemoryTurn.begin(svc, request, g.api_key.id, body)
         forwarded = turn.apply(svc, {**body, "model": model}, provider, model)
         try:
-            upstream = open_chat_completion(
-                svc.http,
-                provider,
-                forwarded,
-                allow_local=current_app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
-            )
+            upstream = open_chat_completion(svc.provider_client, provider, forwarded)
         except UpstreamFailure as exc:
             abort(exc.status, message=exc.message, code="upstream_unavailable")
         headers = {INJECTED_HEADER: str(len(turn.injected))}

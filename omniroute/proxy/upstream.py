@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from ..net import BlockedURL, check_base_url
-from .providers import Provider
+from ..providers.client import TIMEOUT, ProviderClient, ProviderError
+from ..providers.registry import Provider
 
 
 class UpstreamFailure(Exception):
@@ -21,33 +21,20 @@ class UpstreamFailure(Exception):
 
 
 def open_chat_completion(
-    client: httpx.Client, provider: Provider, body: dict[str, Any], *, allow_local: bool
+    client: ProviderClient, provider: Provider, body: dict[str, Any]
 ) -> httpx.Response:
     """POST the body to the provider and return the response with its body still unread.
 
-    The caller must close the response. Refused connections raise UpstreamFailure(502),
-    timeouts UpstreamFailure(504); an upstream error status is returned, not raised.
+    The caller must close the response. A refused URL or connection raises
+    UpstreamFailure(502), a timeout UpstreamFailure(504); an upstream error status is
+    returned, not raised. The bytes are relayed as they come, so they are asked for unencoded.
     """
     try:
-        base_url = check_base_url(provider.base_url, allow_local=allow_local)
-    except BlockedURL as exc:
-        raise UpstreamFailure(502, f"Provider {provider.id}'s URL is refused: {exc}") from None
-    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
-    if provider.api_key:
-        headers["Authorization"] = f"Bearer {provider.api_key}"
-    request = client.build_request(
-        "POST", f"{base_url}/chat/completions", json=body, headers=headers
-    )
-    try:
-        return client.send(request, stream=True)
-    except httpx.TimeoutException:
-        raise UpstreamFailure(
-            504, f"Provider {provider.id} did not answer in time ({base_url})."
-        ) from None
-    except httpx.HTTPError as exc:
-        raise UpstreamFailure(
-            502, f"Could not reach provider {provider.id} at {base_url}: {type(exc).__name__}."
-        ) from None
+        return client.open(
+            provider, "/chat/completions", body, headers={"Accept-Encoding": "identity"}
+        )
+    except ProviderError as exc:
+        raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
 
 
 def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:

@@ -6,19 +6,19 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from flask import current_app, url_for
+import marshmallow as ma
+from flask import url_for
 
-from ..api.engine import PREVIEW_STRATEGIES
-from ..api.memories import list_filters, memory_listing
 from ..memory.engine_status import engine_status
-from ..memory.model import MEMORY_TYPES
+from ..memory.listing import ListingQuery, filters_from, listing
 from ..memory.preview import preview_retrieval
-from ..memory.retrieval import MAX_BUDGET_TOKENS
-from ..services import services
+from ..memory.retrieval import STRATEGIES
+from ..memory.settings import MAX_BUDGET_TOKENS
+from ..services import Services
 
 PAGE_SIZE = 20
 PREVIEW_LIMIT = 20
-MAX_PREVIEW_TOKENS = 16000
+_LISTING = ListingQuery(only=("q", "type", "apiKeyId", "page"), unknown=ma.EXCLUDE)
 
 
 def _whole_number(raw: str | None, default: int, low: int, high: int) -> int | None:
@@ -32,30 +32,39 @@ def _whole_number(raw: str | None, default: int, low: int, high: int) -> int | N
     return value if low <= value <= high else None
 
 
-def memories_tab(args: Mapping[str, str]) -> dict[str, Any]:
+def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
+    """The list, read with the REST API's own query schema; a bad value is left out."""
+    try:
+        query = _LISTING.load(args)
+    except ma.ValidationError as exc:
+        query = {"page": 1, **exc.valid_data}
     filters = {
-        "q": args.get("q", "").strip(),
-        "type": args.get("type", "") if args.get("type") in MEMORY_TYPES else "",
-        "apiKeyId": args.get("apiKeyId", ""),
+        "q": query.get("q", "").strip(),
+        "type": query.get("type", ""),
+        "apiKeyId": query.get("apiKeyId", ""),
     }
-    page = _whole_number(args.get("page"), 1, 1, 1_000_000) or 1
-    listing = memory_listing(list_filters(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    last = max(listing["totalPages"], 1)
+    page = query["page"]
+    found = listing(
+        svc.memories, filters_from(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+    )
+    last = max(found["totalPages"], 1)
     if page > last:  # the last page emptied (deleted memories): show the new last page
         page = last
-        listing = memory_listing(
-            list_filters(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+        found = listing(
+            svc.memories, filters_from(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
         )
     given = {name: value for name, value in filters.items() if value}
     return {
         "filters": filters,
-        "listing": listing,
+        "listing": found,
         "export_url": url_for("memory-transfer.MemoryExport", **given),
         "page_url": lambda number: url_for("studio.memory", tab="memories", page=number, **given),
     }
 
 
-def playground_tab(args: Mapping[str, str], settings: dict, keys: list) -> dict[str, Any]:
+def playground_tab(
+    svc: Services, args: Mapping[str, str], settings: dict, keys: list
+) -> dict[str, Any]:
     # Revoked keys' memories can be previewed too, but an active key is the likelier question.
     active = [key.id for key in keys if key.revoked_at is None]
     default_key = (active or [key.id for key in keys] or [""])[0]
@@ -66,18 +75,18 @@ def playground_tab(args: Mapping[str, str], settings: dict, keys: list) -> dict[
         "apiKeyId": args.get("apiKeyId") or default_key,
     }
     errors = {}
-    if form["strategy"] not in PREVIEW_STRATEGIES:
+    if form["strategy"] not in STRATEGIES:
         errors["strategy"] = "Choose one of the strategies listed."
-    budget = _whole_number(form["maxTokens"], 2000, 1, MAX_PREVIEW_TOKENS)
+    budget = _whole_number(form["maxTokens"], 2000, 1, MAX_BUDGET_TOKENS)
     if budget is None:
-        errors["maxTokens"] = f"Give a whole number of tokens from 1 to {MAX_PREVIEW_TOKENS}."
+        errors["maxTokens"] = f"Give a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}."
     if form["apiKeyId"] not in {key.id for key in keys}:
         errors["apiKeyId"] = "Choose an API key."
     preview = None
     if form["query"].strip() and not errors:
         preview = preview_retrieval(
-            services(),
-            current_app.config,
+            svc.retriever,
+            settings,
             api_key_id=form["apiKeyId"],
             query=form["query"],
             strategy=form["strategy"],
@@ -88,13 +97,13 @@ def playground_tab(args: Mapping[str, str], settings: dict, keys: list) -> dict[
         "form": form,
         "errors": errors,
         "preview": preview,
-        "strategies": PREVIEW_STRATEGIES,
+        "strategies": STRATEGIES,
         "budget_clamp": MAX_BUDGET_TOKENS,
     }
 
 
-def engine_tab(svc) -> dict[str, Any]:
-    status = engine_status(svc)
+def engine_tab(svc: Services, settings: dict) -> dict[str, Any]:
+    status = engine_status(svc.retriever, svc.backfill, settings)
     vectors = status["vectorStore"]
     total = vectors["memoryCount"]
     embedded = max(total - vectors["needsReindex"], 0)

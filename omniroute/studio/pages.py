@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import abort, render_template, request
 
-from ..api.settings import gateway_settings
+from ..memory import settings as registry
 from ..memory.model import MEMORY_TYPES
 from ..services import services
 from .blueprint import bp
@@ -21,11 +21,11 @@ def memory():
     all_keys = svc.keys.list_keys(include_revoked=True)
     active_keys = [key for key in all_keys if key.revoked_at is None]
     if tab == "memories":
-        details = memories_tab(request.args)
+        details = memories_tab(svc, request.args)
     elif tab == "playground":
-        details = playground_tab(request.args, settings, all_keys)
+        details = playground_tab(svc, request.args, settings, all_keys)
     else:
-        details = engine_tab(svc)
+        details = engine_tab(svc, settings)
     return render_template(
         "studio/memory.html",
         tab=tab,
@@ -35,6 +35,7 @@ def memory():
         active_keys=active_keys,
         key_names={key.id: key.name for key in all_keys},
         memory_types=MEMORY_TYPES,
+        setting_fields=registry.BY_NAME,
         **details,
     )
 
@@ -65,5 +66,5 @@ def providers():
     return render_template(
         "studio/providers.html",
         providers=services().providers.list_providers(),
-        gateway=gateway_settings(),
+        gateway={"defaultProvider": services().providers.default_id()},
     )

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from ...proxy.providers import Provider, ProviderStore
+from ...providers.client import ProviderClient
+from ...providers.registry import Provider, ProviderStore
 from .base import Embedder, EmbeddingError
 from .cache import CachedEmbedder
 from .remote import RemoteEmbedder
@@ -43,12 +42,12 @@ class EmbeddingSources:
         self,
         config: Mapping[str, Any],
         providers: ProviderStore,
-        http: httpx.Client,
+        client: ProviderClient,
         on_static_missing: Callable[[], None] | None = None,
     ) -> None:
         self._config = config
         self._providers = providers
-        self._http = http
+        self._client = client
         self._on_static_missing = on_static_missing
         self._instances: dict[tuple, CachedEmbedder] = {}
         self._lock = threading.Lock()
@@ -82,15 +81,15 @@ class EmbeddingSources:
         model = settings["embeddingProviderModel"]
         if not model:
             return None, "no embeddingProviderModel is set"
-        provider_id, _, bare = model.partition("/")
-        provider = self._providers.get(provider_id)
-        if provider is None or not bare:
+        found = self._providers.for_model_ref(model)
+        if found is None:
             return None, f"no provider for {model!r}"
+        provider, bare = found
         if not provider.has_key:
-            return None, f"provider {provider_id} has no API key"
+            return None, f"provider {provider.id} has no API key"
         known = {m["id"]: m["dimensions"] for m in provider.embedding_models}
         if bare not in known:
-            return None, f"provider {provider_id} lists no embedding model {bare!r}"
+            return None, f"provider {provider.id} lists no embedding model {bare!r}"
         key = ("remote", model, known[bare], provider.base_url, provider.api_key)
         return self._cached(key, lambda: self._remote_embedder(provider, bare, known[bare])), None
 
@@ -122,11 +121,10 @@ class EmbeddingSources:
 
     def _remote_embedder(self, provider: Provider, model: str, dim: int) -> RemoteEmbedder:
         return RemoteEmbedder(
-            self._http,
+            self._client,
             provider,
             model,
             dim,
-            allow_local=self._config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
             timeout=self._config["MEMORY_EMBEDDING_TIMEOUT_SECONDS"],
         )
 

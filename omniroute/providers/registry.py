@@ -1,4 +1,4 @@
-"""The registry of upstream providers, and how a requested model finds its provider."""
+"""The registry of upstream providers, the default one, and how a model finds its provider."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 
 from ..clock import now_iso
 from ..db import Database
+from ..settings_store import SettingsStore
 from ..tables import providers
 
 DEFAULT_PROVIDER_SETTING = "defaultProvider"
@@ -40,9 +41,29 @@ class UnknownProvider(LookupError):
     pass
 
 
+def split_model_ref(ref: str) -> tuple[str, str]:
+    """`provider/model` as (provider id, bare model); a bare model has no provider id."""
+    provider_id, slash, bare = ref.partition("/")
+    return (provider_id, bare) if slash else ("", ref)
+
+
 class ProviderStore:
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, settings: SettingsStore) -> None:
         self.db = database
+        self.settings = settings
+
+    def default_id(self) -> str | None:
+        """The provider of models given without a `provider/` prefix, if one is chosen."""
+        return self.settings.all().get(DEFAULT_PROVIDER_SETTING) or None
+
+    def set_default(self, provider_id: str | None) -> None:
+        self.settings.put({DEFAULT_PROVIDER_SETTING: provider_id or None})
+
+    def for_model_ref(self, ref: str) -> tuple[Provider, str] | None:
+        """The provider and bare model of `provider/model`, or None when it names none."""
+        provider_id, bare = split_model_ref(ref)
+        provider = self.get(provider_id) if provider_id and bare else None
+        return (provider, bare) if provider is not None else None
 
     def list_providers(self) -> list[Provider]:
         with self.db.read() as conn:
@@ -88,23 +109,22 @@ class ProviderStore:
         return result.rowcount == 1
 
 
-def resolve_model(
-    store: ProviderStore, model: str, default_provider: str | None
-) -> tuple[Provider, str]:
+def resolve_model(store: ProviderStore, model: str) -> tuple[Provider, str]:
     """Find the provider of `provider/model`, or of a bare model (the default provider's).
 
     A model whose prefix is not a provider goes whole to the default provider, so model ids
     with a slash of their own ("meta-llama/llama-3") work behind a default such as OpenRouter.
     """
-    provider_id, slash, bare = model.partition("/")
-    if slash and (provider := store.get(provider_id)) is not None and bare:
-        return provider, bare
+    if (found := store.for_model_ref(model)) is not None:
+        return found
+    provider_id, _ = split_model_ref(model)
+    default_provider = store.default_id()
     if default_provider:
         provider = store.get(default_provider)
         if provider is None:
             raise UnknownProvider(f"The default provider {default_provider!r} does not exist.")
         return provider, model
-    if slash:
+    if provider_id:
         known = ", ".join(p.id for p in store.list_providers()) or "none yet"
         raise UnknownProvider(f"Unknown provider {provider_id!r} (known: {known}).")
     raise UnknownProvider(

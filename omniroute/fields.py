@@ -1,4 +1,4 @@
-"""Marshmallow fields stricter than the stock ones, for JSON bodies."""
+"""Marshmallow fields stricter than the stock ones, for JSON bodies (shared by every face)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,57 @@
+"""The app factory: read settings, open and migrate the database, wire and register everything."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask
+
+from jobs import request_backfill
+
+from . import api, auth, cli, errors, home, migrate, studio
+from .config import database_url, load_settings
+from .db import Database
+from .providers.schemas import seed_providers
+from .proxy import routes as gateway
+from .services import Services
+
+PACKAGE = "omniroute"
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the app: read settings, open and migrate the database, register everything.
+
+    `test_config` overrides settings read from the environment (same names).
+    """
+    app = Flask(PACKAGE, template_folder="../templates", static_folder="../static")
+    app.config.from_mapping(load_settings())
+    if test_config:
+        app.config.from_mapping(test_config)
+    app.config["DATABASE_URL"] = database_url(app.config)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    _configure_logging(app.config["LOG_LEVEL"])
+
+    auth.init_app(app)
+    database = Database(app.config["DATABASE_URL"])
+    migrate.upgrade(database)
+    svc = Services.build(app, database)
+    svc.install(app)
+
+    errors.register_error_handlers(app)
+    rest = api.init_app(app)
+    rest.register_blueprint(gateway.blp)  # /v1, in the same OpenAPI spec
+    if app.config["OMNIROUTE_PROVIDERS"]:
+        with app.app_context():  # the URL guard reads the app's settings
+            seed_providers(svc.providers, app.config["OMNIROUTE_PROVIDERS"])
+    app.register_blueprint(home.bp)
+    studio.init_app(app)
+    cli.init_app(app)
+    request_backfill(svc.jobs)  # whatever an earlier run left without a vector
+    return app
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger(PACKAGE).setLevel(level)

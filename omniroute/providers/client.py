@@ -1,0 +1,115 @@
+"""The one way out to a provider: every outbound call (chat, embeddings, rerank) goes here.
+
+The base URL passes the outbound URL guard before each call (names are resolved and every
+address checked), the provider's key goes in a bearer header, redirects are never followed
+(the shared httpx client is built that way), and every failure becomes a ProviderError whose
+`kind` the caller maps to its own answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from ..net import BlockedURL, check_base_url
+from .registry import Provider
+
+# The kinds of ProviderError, in the order a call can meet them.
+REFUSED = "refused"  # the URL guard said no
+TIMEOUT = "timeout"
+UNREACHABLE = "unreachable"
+NO_KEY = "no_key"  # 401 or 403: the provider refused our key for it
+RATE_LIMITED = "rate_limited"  # 429
+HTTP_ERROR = "http_error"  # any other status of 400 or more
+BAD_RESPONSE = "bad_response"  # a success whose body is not JSON
+
+
+class ProviderError(Exception):
+    """An outbound call failed; `kind` says how, `status` is the provider's, if it answered."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+
+
+class ProviderClient:
+    def __init__(self, http: httpx.Client, *, allow_local: bool) -> None:
+        self._http = http
+        self._allow_local = allow_local
+
+    def open(
+        self,
+        provider: Provider,
+        path: str,
+        body: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """POST `body` to `{baseUrl}{path}`; return the response with its body still unread.
+
+        The caller must close it. An error status is returned, not raised: a relay passes the
+        provider's own error on. Raises ProviderError when no answer came.
+        """
+        base_url = self._checked(provider)
+        request = self._http.build_request(
+            "POST",
+            f"{base_url}{path}",
+            json=body,
+            headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
+            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+        )
+        try:
+            return self._http.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise ProviderError(
+                TIMEOUT, f"Provider {provider.id} did not answer in time ({base_url})."
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                UNREACHABLE,
+                f"Could not reach provider {provider.id} at {base_url}: {type(exc).__name__}.",
+            ) from None
+
+    def post_json(
+        self, provider: Provider, path: str, body: dict[str, Any], *, timeout: float | None = None
+    ) -> Any:
+        """POST `body` and return the decoded JSON answer; any failure raises ProviderError."""
+        response = self.open(provider, path, body, timeout=timeout)
+        try:
+            response.read()
+        except httpx.TimeoutException:
+            raise ProviderError(
+                TIMEOUT, f"Provider {provider.id} did not answer in time."
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                UNREACHABLE, f"Provider {provider.id} broke off: {type(exc).__name__}."
+            ) from None
+        finally:
+            response.close()
+        status = response.status_code
+        if status >= 400:
+            kind = {401: NO_KEY, 403: NO_KEY, 429: RATE_LIMITED}.get(status, HTTP_ERROR)
+            raise ProviderError(kind, f"Provider {provider.id} answered {status}.", status)
+        try:
+            return response.json()
+        except ValueError:
+            raise ProviderError(
+                BAD_RESPONSE, f"Provider {provider.id} sent a body that is not JSON.", status
+            ) from None
+
+    def _checked(self, provider: Provider) -> str:
+        try:
+            return check_base_url(provider.base_url, allow_local=self._allow_local)
+        except BlockedURL as exc:
+            raise ProviderError(
+                REFUSED, f"Provider {provider.id}'s URL is refused: {exc}"
+            ) from None
+
+
+def _auth(provider: Provider) -> dict[str, str]:
+    return {"Authorization": f"Bearer {provider.api_key}"} if provider.api_key else {}

@@ -41,6 +41,8 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Prints the README's settings table from the settings registry.
+# Prints the README's two settings tables from their registries (environment, then memory).
 settings-table: install
 	@$(BIN)/python -c 'from omniroute.config import markdown_table; print(markdown_table())'
+	@echo
+	@$(BIN)/python -c 'from omniroute.memory.settings import markdown_table; print(markdown_table())'

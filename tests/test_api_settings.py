@@ -1,6 +1,10 @@
+from pathlib import Path
+
 import pytest
 
-from omniroute.memory.settings import MAX_BUDGET_TOKENS, SETTINGS, normalise
+from omniroute.memory.settings import MAX_BUDGET_TOKENS, SETTINGS, markdown_table, normalise
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 DEFAULTS = {
     "enabled": False,
@@ -177,3 +181,9 @@ def test_a_put_is_visible_at_once_despite_the_cache(client, admin):
     assert client.get("/api/settings/memory", headers=admin).json["enabled"] is False
     client.put("/api/settings/memory", json={"enabled": True}, headers=admin)
     assert client.get("/api/settings/memory", headers=admin).json["enabled"] is True
+
+
+def test_the_readme_memory_settings_table_matches_the_registry():
+    assert markdown_table() in README.read_text(encoding="utf-8"), (
+        "README's memory settings table is out of date: paste `make settings-table` into it"
+    )

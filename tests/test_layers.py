@@ -122,9 +122,7 @@ def face_of(module: str) -> str | None:
 
 
 def test_the_import_graph_sees_the_whole_package():
-    assert {"omniroute.memory.retrieval", "omniroute.providers.client", "jobs.memory"} <= set(
-        GRAPH
-    )
+    assert {"omniroute.memory.retrieval", "omniroute.providers.client", "jobs.memory"} <= set(GRAPH)
     assert "omniroute.memory.store" in GRAPH["omniroute.memory.retrieval"]
     assert "jobs" in GRAPH["omniroute.services"]
 

@@ -6,6 +6,8 @@ import re
 import pytest
 
 from omniroute.memory.model import MemoryFilter
+from omniroute.memory.retrieval import CHAT_STRATEGIES, STRATEGIES
+from omniroute.memory.settings import MAX_BUDGET_TOKENS
 from tests.html_checks import duplicate_ids, unlabelled_fields
 
 
@@ -107,6 +109,11 @@ class TestMemoriesTab:
         assert f'data-api="DELETE /api/memory/{memory.id}"' in page
         assert "Delete the memory “lang”? This cannot be undone." in page
 
+    def test_bad_query_values_are_left_out_as_the_api_schema_reads_them(self, populated, studio):
+        response = studio.get("/dashboard/memory?type=magic&page=abc&q=%20cat%20")
+        assert response.status_code == 200
+        assert rows(response.text) == ["pet"]
+
     def test_the_add_dialog_offers_only_active_keys(self, populated, studio):
         dialog = studio.get("/dashboard/memory").text.split('<dialog id="add-memory"')[1]
         assert "laptop" in dialog and "old phone" not in dialog
@@ -175,6 +182,17 @@ class TestPlaygroundTab:
         assert re.search(r'id="pg-budget"[^>]*aria-invalid="true"', page, re.S)
         assert "Fix the form" in page
 
+    def test_the_budget_stops_at_the_one_bound_and_every_strategy_is_offered(
+        self, populated, studio
+    ):
+        page = studio.get("/dashboard/memory?tab=playground").text
+        assert re.search(rf'id="pg-budget"[^>]*max="{MAX_BUDGET_TOKENS}"', page, re.S)
+        assert options_of(page, "pg-strategy") == list(STRATEGIES)
+        over = studio.get(
+            f"/dashboard/memory?tab=playground&query=Go&maxTokens={MAX_BUDGET_TOKENS + 1}"
+        ).text
+        assert f"from 1 to {MAX_BUDGET_TOKENS}" in over
+
     def test_an_unknown_strategy_is_refused(self, populated, studio):
         page = studio.get("/dashboard/memory?tab=playground&query=Go&strategy=magic").text
         assert 'id="pg-strategy-error"' in page
@@ -196,6 +214,20 @@ class TestEngineTab:
         assert 'data-api="POST /api/memory/reindex"' in page
         assert page.count('data-api="PUT /api/settings/memory"') >= 4  # switch + three cards
         assert "openai/text-embedding-3-small" in page  # the remote model choice
+
+    def test_the_retrieval_form_takes_its_bounds_and_choices_from_the_registry(
+        self, populated, studio
+    ):
+        page = studio.get("/dashboard/memory?tab=engine").text
+        assert re.search(rf'id="ret-budget"[^>]*min="0" max="{MAX_BUDGET_TOKENS}"', page, re.S)
+        assert f"Token budget per request (0–{MAX_BUDGET_TOKENS})" in page
+        assert re.search(r'id="ret-retention"[^>]*min="1" max="365"', page, re.S)
+        assert options_of(page, "ret-strategy") == list(CHAT_STRATEGIES)
+
+
+def options_of(page: str, select_id: str) -> list[str]:
+    select = page.split(f'id="{select_id}"')[1].split("</select>")[0]
+    return re.findall(r'<option value="([^"]+)"', select)
 
 
 class TestKeysAndProviders:

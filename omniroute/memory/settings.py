@@ -82,7 +82,7 @@ class Setting:
         words = {
             BOOLEAN: "boolean",
             TEXT: "non-empty string",
-            URL: "http(s) URL, checked by the outbound URL guard",
+            URL: "http(s) URL (checked by the outbound URL guard)",
             STRINGS: "list of strings",
             OBJECT: "JSON object",
         }[self.kind]

@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +13,8 @@ from omniroute.memory.extraction import (
     store_facts,
 )
 from omniroute.memory.model import MemoryFilter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def summary(text: str) -> list[tuple[str, str, str]]:
@@ -122,10 +127,65 @@ def test_keys_are_deduplicated_across_categories_and_counted_once():
 
 
 def test_short_subjects_are_skipped_and_long_content_is_cut():
-    assert extract_facts("I like it. I will use X.") == []
+    assert extract_facts("I like it. I will use X. I like It. Ik haat Je.") == []
     long_text = "I prefer " + "very " * 200 + "long things"
     (fact,) = extract_facts(long_text)
     assert len(fact.content) == MAX_CONTENT_CHARS
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("I prefer Go.", "preference:go"),
+        ("I'll use Qt for the UI.", "decision:qt_for_the_ui"),
+        ("I love C#.", "preference:c"),
+        ("Ik gebruik Go.", "decision:go"),
+    ],
+)
+def test_short_names_of_languages_and_tools_are_real_preferences(text, key):
+    assert [fact.key for fact in extract_facts(text)] == [key]
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "language"),
+    [
+        ("My name is Ana.", "My name is Ana", "en"),
+        ("my name is José María, nice to meet you", "my name is José María", "en"),
+        ("Ik heet Ana de Vries.", "Ik heet Ana de Vries", "nl"),
+        ("Mijn naam is Bo", "Mijn naam is Bo", "nl"),
+        ("Ich heiße Jürgen.", "Ich heiße Jürgen", "de"),
+        ("Mein Name ist Ana Maria Silva Costa.", "Mein Name ist Ana Maria Silva Costa", "de"),
+    ],
+)
+def test_a_name_is_a_profile_fact_in_each_language(text, content, language):
+    (fact,) = extract_facts(text)
+    assert (fact.key, fact.type, fact.content, fact.language) == (
+        "profile:name",
+        "factual",
+        content,
+        language,
+    )
+
+
+def test_a_name_ends_where_the_next_clause_begins_and_a_new_name_replaces_it(store):
+    facts = extract_facts("My name is Ana and I prefer Go.")
+    assert [(f.key, f.content) for f in facts] == [
+        ("preference:go", "I prefer Go"),
+        ("profile:name", "My name is Ana"),
+    ]
+    for text in ("My name is Ana.", "Actually, my name is Anna."):
+        store_facts(store, api_key_id="a", session_id="s", text=text, source="user_message")
+    (memory,) = store.find(MemoryFilter(api_key_id="a", type="factual"))
+    assert memory.content == "my name is Anna"
+    assert extract_facts("What is my name? Is my name Ana?") == []
+
+
+def test_the_studios_examples_of_extracted_facts_are_extracted():
+    explainer = (ROOT / "templates" / "studio" / "tab_memories.html").read_text()
+    examples = re.findall(r'\("([^"]+)", "([^"]+)"\)', explainer)
+    assert examples, "the explainer quotes no examples"
+    for example in examples[0]:
+        assert extract_facts(example), example
 
 
 def test_only_the_last_64_kib_is_read():

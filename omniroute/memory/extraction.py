@@ -1,11 +1,13 @@
 """Fact extraction: find preferences, decisions and habits in text, and store them.
 
 Rules (REFERENCE section 3, with our fixes): only the last 64 KiB of a text is read; a
-fact's subject must have 3 or more characters and its content is cut to 500; facts are
-found category by category, pattern by pattern, in text order, and a key found twice in one
-text counts once; a statement inside a question is not a fact. Keys keep every script's
-letters (the reference reduced non-ASCII facts
-all to "preference:", so they overwrote each other).
+fact's subject must have 3 or more characters (or be a capitalised two-letter name such as
+"Go" or "Qt": short names of languages and tools are real preferences) and its content is
+cut to 500; facts are found category by category, pattern by pattern, in text order, and a
+key found twice in one text counts once; a statement inside a question is not a fact. Keys
+keep every script's letters (the reference reduced non-ASCII facts all to "preference:", so
+they overwrote each other). Beyond the reference, "my name is X" ("ik heet X", "ich heiße
+X") is a `profile:name` fact.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from .store import MemoryStore
 
 MAX_TEXT_CHARS = 64 * 1024
 MIN_SUBJECT_CHARS = 3
+# Two-letter words that are never a name, whatever their case ("I like It", "Ik haat Je").
+SHORT_NON_NAMES = frozenset(
+    {"it", "me", "us", "we", "he", "so", "to", "do", "no", "ok", "es", "er", "je", "ze", "du"}
+)
 MAX_CONTENT_CHARS = 500
 MAX_SLUG_CHARS = 40
 SOURCES = ("user_message", "llm_response")
@@ -54,6 +60,14 @@ def _visible_length(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def _is_subject(text: str) -> bool:
+    """Long enough to be about something: 3 or more, or a name like "Go", "Qt" or "C#"."""
+    length = _visible_length(text)
+    if length >= MIN_SUBJECT_CHARS:
+        return True
+    return length == 2 and text[0].isupper() and text.casefold() not in SHORT_NON_NAMES
+
+
 def _in_question(text: str, start: int) -> bool:
     """Whether the sentence that holds `start` ends with "?": "Do I prefer Go?" is no fact."""
     end = _SENTENCE_END.search(text, start)
@@ -84,12 +98,12 @@ def _candidates(text: str) -> Iterator[Fact]:
                 if _in_question(text, match.start()):
                     continue
                 subject = _clean(pattern.subject(match))
-                if _visible_length(subject) < MIN_SUBJECT_CHARS:
+                if not _is_subject(subject):
                     continue
                 yield Fact(
                     category=category,
                     type=CATEGORY_TYPES[category],
-                    key=f"{category}:{slug(subject)}",
+                    key=f"{category}:{slug(pattern.key_subject or subject)}",
                     content=_clean(match[0])[:MAX_CONTENT_CHARS],
                     language=pattern.language,
                 )

@@ -17,7 +17,19 @@ OBJECT_BEFORE = r"(?P<object>[^.,\n]+?)"
 # The verb of a habit ("Ik commit altijd X"): part of the subject, unless it is a light verb.
 VERB = r"(?P<verb>\w+)"
 
-CATEGORY_TYPES = {"preference": "factual", "decision": "episodic", "pattern": "factual"}
+# A person's name: up to four words, ending before "and"/"en"/"und" and the like, so that
+# "My name is Ana and I prefer Go" names Ana.
+NAME = (
+    r"(?P<object>[^\W\d_][\w'-]*"
+    r"(?:\s+(?!(?:and|but|or|en|maar|of|und|aber|oder|i|ik|ich)\b)[^\W\d_][\w'-]*){0,3})"
+)
+
+CATEGORY_TYPES = {
+    "preference": "factual",
+    "decision": "episodic",
+    "pattern": "factual",
+    "profile": "factual",
+}
 CATEGORIES = tuple(CATEGORY_TYPES)
 
 
@@ -28,6 +40,9 @@ class Pattern:
     regex: re.Pattern[str]
     # Light verbs left out of the subject ("doe" in "ik doe altijd X").
     drop_verbs: frozenset[str] = frozenset()
+    # What the key names when it is not the object: "name" for "my name is X", so that a
+    # new name replaces the old one.
+    key_subject: str | None = None
 
     def subject(self, match: re.Match[str]) -> str:
         """What the fact is about: the object, after the verb of a habit when it has one."""
@@ -138,4 +153,21 @@ GERMAN = _pack(
     drop_verbs=frozenset({"mache"}),
 )
 
-PATTERNS: tuple[Pattern, ...] = (*ENGLISH, *DUTCH, *GERMAN)
+# "My name is X" in each language: Unicode-aware even in English, as names are not ASCII.
+PROFILE = [
+    *_pack("en", re.IGNORECASE, {"profile": [rf"\bmy\s+name\s+is\s+{NAME}"]}, key_subject="name"),
+    *_pack(
+        "nl",
+        re.IGNORECASE,
+        {"profile": [rf"\bik\s+heet\s+{NAME}", rf"\bmijn\s+naam\s+is\s+{NAME}"]},
+        key_subject="name",
+    ),
+    *_pack(
+        "de",
+        re.IGNORECASE,
+        {"profile": [rf"\bich\s+hei(?:ß|ss)e\s+{NAME}", rf"\bmein\s+name\s+ist\s+{NAME}"]},
+        key_subject="name",
+    ),
+]
+
+PATTERNS: tuple[Pattern, ...] = (*ENGLISH, *DUTCH, *GERMAN, *PROFILE)

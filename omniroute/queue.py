@@ -71,6 +71,11 @@ class JobQueue:
             pending = set(self._futures)
         wait(pending, timeout=timeout)
 
+    def busy(self) -> bool:
+        """Whether a job submitted here has yet to be handed on or run."""
+        with self._lock:
+            return bool(self._futures)
+
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True)
 

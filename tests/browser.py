@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from tests.conftest import ADMIN_TOKEN
 from tests.gateway_server import RunningGateway
+from tests.helpers import ADMIN_TOKEN
 
 CHROMIUM = "/usr/bin/chromium"
 # The flags that keep Chromium off the network on this closed machine.

@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import re
-import time
-from datetime import UTC, datetime, timedelta
-
 import openai
 import pysqlite3.dbapi2 as sqlite3
 import pytest
@@ -19,30 +15,27 @@ from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
 from tests.gateway_server import RunningGateway
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, FakeClock, csrf_of
 
 # The studio's browser fixtures (Chromium through Playwright).
 pytest_plugins = ["tests.browser"]
 
-ADMIN_TOKEN = "test-admin-token"
-# The Redis database the job tests own: flushed before and after each of them.
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
+
+# A test that uses one of these waits for a real model, a process, a worker or a browser.
+SLOW_FIXTURES = frozenset(
+    {"static_path", "engine_app", "transformers_embedder", "redis_db", "server", "browser"}
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Mark slow tests by what they use, so `-m "not slow"` is the fast subset."""
+    for item in items:
+        if SLOW_FIXTURES & set(item.fixturenames) or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_report_header(config):
     return f"SQLite {sqlite3.sqlite_version} (pysqlite3), sqlite-vec {sqlite_vec.__version__}"
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.moment = start or datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-    def advance(self, **delta) -> None:
-        self.moment += timedelta(**delta)
 
 
 @pytest.fixture(autouse=True)
@@ -82,13 +75,6 @@ def make_key(client, admin):
         return response.json
 
     return make
-
-
-def csrf_of(html: str) -> str:
-    """The CSRF token a studio page carries (login form field or meta tag)."""
-    match = re.search(r'(?:name="csrf_token" value|name="csrf-token" content)="([^"]+)"', html)
-    assert match, "no CSRF token on the page"
-    return match.group(1)
 
 
 @pytest.fixture
@@ -170,16 +156,6 @@ def sdk(gateway):
         return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=secret, max_retries=0)
 
     return client
-
-
-def eventually(condition, timeout: float = 10.0, interval: float = 0.02):
-    """Wait until `condition()` is truthy (background jobs); return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 from omniroute.memory.access import AccessRecorder
-from tests.conftest import eventually
+from tests.helpers import eventually
 
 
 def test_accesses_are_gathered_and_written_together(store):

@@ -1,7 +1,7 @@
 import pytest
 
 from omniroute.memory.model import MemoryFilter
-from tests.conftest import ADMIN_TOKEN, eventually
+from tests.helpers import ADMIN_TOKEN, eventually
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FACTS = {

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from omniroute.memory import listing
-from tests.conftest import ADMIN_TOKEN, eventually
+from tests.helpers import ADMIN_TOKEN, eventually
 
 
 def exported(client, admin, query: str = "") -> dict:

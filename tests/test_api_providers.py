@@ -2,7 +2,7 @@ import pytest
 
 from omniroute.config import ConfigError
 from omniroute.factory import create_app
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
 
 PROVIDER = {
     "id": "openai",

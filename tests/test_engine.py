@@ -7,7 +7,7 @@ from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.retrieval import RetrievalOptions, Retriever
 from omniroute.memory.vectors import VectorIndex
-from tests.conftest import ADMIN_TOKEN, eventually
+from tests.helpers import ADMIN_TOKEN, eventually
 
 FACTS = {
     "job": "I work as a nurse at the city hospital",

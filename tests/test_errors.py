@@ -1,7 +1,7 @@
 import pytest
 
 from omniroute.factory import create_app
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
 
 
 def assert_error_shape(response, status: int, error_type: str) -> None:

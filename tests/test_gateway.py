@@ -8,7 +8,7 @@ import pytest
 
 from omniroute.memory.model import MemoryFilter
 from omniroute.proxy.injection import HEADER
-from tests.conftest import eventually
+from tests.helpers import drained, eventually
 
 USER = [{"role": "user", "content": "Hello there"}]
 
@@ -152,7 +152,7 @@ def test_with_memory_off_the_body_is_forwarded_untouched(client, upstream, svc, 
     svc.memories.create(api_key_id=key[0].id, key="k", content="Hello there, I like tea")
     client.chat.completions.create(model="fake/m", messages=USER)
     assert upstream.last_body["messages"] == USER
-    time.sleep(0.2)
+    drained(svc)
     assert len(memories_of(svc, key[0].id)) == 1, "nothing is extracted with memory off"
 
 
@@ -189,7 +189,7 @@ def test_the_no_memory_header_turns_memory_off_for_a_request(client, upstream, s
         model="fake/m", messages=question, extra_headers={"x-omniroute-no-memory": "Yes"}
     )
     assert upstream.last_body["messages"] == question
-    time.sleep(0.3)
+    drained(svc)
     assert [m.key for m in memories_of(svc, key[0].id)] == ["a"]
 
 
@@ -316,5 +316,5 @@ def test_one_keys_memories_never_reach_another_keys_requests(sdk, upstream, svc,
     assert upstream.last_body["messages"] == [
         {"role": "user", "content": "Do I prefer TypeScript?"}
     ]
-    time.sleep(0.3)
+    drained(svc)
     assert memories_of(svc, other.id) == []

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from omniroute.factory import create_app
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
 
 # A dedicated Redis database, so that tests never touch db 0.
 REDIS_TEST_URL = "redis://127.0.0.1:6379/14"

@@ -12,8 +12,7 @@ from omniroute import queue
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests import job_functions
-from tests.conftest import ADMIN_TOKEN, REDIS_TEST_URL, eventually
-from tests.test_processes import environment
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "I prefer TypeScript. I always commit before pushing."

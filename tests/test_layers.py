@@ -187,6 +187,7 @@ def test_the_core_and_shared_parts_know_no_face_and_no_queue(layer):
     assert [m for m in below if any(layer_of(t) >= 2 for t in GRAPH[m])] == []
 
 
+@pytest.mark.slow
 def test_importing_the_memory_core_loads_no_flask_and_no_face():
     core = sorted(m for m in MODULES if m.startswith("omniroute.memory"))
     script = (

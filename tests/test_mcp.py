@@ -18,8 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from omniroute.memory.model import MemoryFilter
-from tests.conftest import ADMIN_TOKEN
-from tests.test_processes import environment
+from tests.helpers import ADMIN_TOKEN, environment
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {
@@ -210,6 +209,7 @@ def stdio_parameters(tmp_path, secret: str) -> StdioServerParameters:
     )
 
 
+@pytest.mark.slow
 def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys):
     alice_id, secret = keys["alice"]
 
@@ -228,6 +228,7 @@ def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys):
     assert [memory.content for memory in found] == ["via stdio"]
 
 
+@pytest.mark.slow
 def test_stdio_refuses_to_start_without_a_valid_key(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "omniroute.mcp"],

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,22 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from omniroute.config import SETTINGS
-from tests.conftest import REDIS_TEST_URL
+from tests.helpers import REDIS_TEST_URL, environment, free_port
+
+# Every test here starts the real entry points as processes.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def environment(**overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {s.name for s in SETTINGS}}
-    env.update(overrides)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def call(url: str, method: str = "GET", body: dict | None = None, token: str | None = None):

@@ -1,7 +1,7 @@
 import pytest
 
 from omniroute.memory import rerank
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

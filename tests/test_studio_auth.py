@@ -4,8 +4,8 @@ import httpx
 import pytest
 
 from omniroute.factory import create_app
-from tests.conftest import ADMIN_TOKEN, csrf_of
 from tests.gateway_server import RunningGateway
+from tests.helpers import ADMIN_TOKEN, csrf_of
 
 PAGES = [
     "/dashboard/",

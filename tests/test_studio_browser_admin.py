@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser import expect_refusal, log_in, screenshot
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
+
+pytestmark = pytest.mark.browser
 
 
 def test_a_wrong_token_is_refused_and_the_right_one_lets_in(page):

@@ -7,12 +7,15 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests.browser import browsing, expect_refusal, log_in, row, screenshot
-from tests.conftest import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN
+
+pytestmark = pytest.mark.browser
 
 
 def test_the_memory_life_cycle_add_find_edit_delete(page, svc, make_key):

@@ -1,0 +1,71 @@
+"""What many test modules share: constants, a clock, waiting for background work, processes.
+
+Fixtures live in conftest.py; plain helpers live here, so that no test imports conftest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import time
+from datetime import UTC, datetime, timedelta
+
+from omniroute.config import SETTINGS
+
+ADMIN_TOKEN = "test-admin-token"
+# The Redis database the job tests own: flushed before and after each of them.
+REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.moment = start or datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+    def advance(self, **delta) -> None:
+        self.moment += timedelta(**delta)
+
+
+def eventually(condition, timeout: float = 10.0, interval: float = 0.02):
+    """Wait until `condition()` is truthy (background jobs); return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def drained(svc, timeout: float = 30.0) -> None:
+    """Wait until every in-process job submitted so far has run (extraction included).
+
+    A test that asserts nothing was extracted must wait for this first: after a fixed sleep
+    it would pass whenever the job was merely slow.
+    """
+    svc.jobs.wait(timeout)
+    assert not svc.jobs.busy(), f"jobs still running after {timeout} s"
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token a studio page carries (login form field or meta tag)."""
+    match = re.search(r'(?:name="csrf_token" value|name="csrf-token" content)="([^"]+)"', html)
+    assert match, "no CSRF token on the page"
+    return match.group(1)
+
+
+def environment(**overrides: str) -> dict[str, str]:
+    """This process's environment without any setting of ours, plus `overrides`."""
+    env = {k: v for k, v in os.environ.items() if k not in {s.name for s in SETTINGS}}
+    env.update(overrides)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

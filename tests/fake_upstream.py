@@ -97,6 +97,13 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._embeddings(model, body.get("input", []))
             if self.path == "/v1/rerank":
                 return self._rerank(model, body.get("documents", []))
+            if self.path == "/v1/moved":  # a redirect, which callers must never follow
+                self.send_response(307)
+                self.send_header("Location", "/v1/chat/completions")
+                self.send_header("Content-Length", "0")
+                return self.end_headers()
+            if self.path == "/v1/text":
+                return self._send(200, b"not json", "text/plain")
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": "no such route"}})
             if model == "slow":

@@ -1,5 +1,7 @@
 """The retrieval engine with real vectors (the distilled static model) in sqlite-vec."""
 
+import threading
+
 import pytest
 import sqlite_vec
 
@@ -230,3 +232,14 @@ def test_without_sqlite_vec_search_uses_keywords_and_says_why(tmp_path, monkeypa
     assert ranking.fallback_reason == "sqlite-vec is not loaded"
     assert [item.memory.key for item in ranking.items] == ["city"]
     svc.close()
+
+
+def test_closing_the_services_stops_the_search_threads(svc, alice):
+    rank(svc, "Lisbon", strategy="hybrid")  # the keyword half runs on a search thread
+
+    def searching() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("omniroute-search")]
+
+    assert searching()
+    svc.close()
+    assert searching() == []

@@ -21,7 +21,7 @@ TIMEOUT = "timeout"
 UNREACHABLE = "unreachable"
 NO_KEY = "no_key"  # 401 or 403: the provider refused our key for it
 RATE_LIMITED = "rate_limited"  # 429
-HTTP_ERROR = "http_error"  # any other status of 400 or more
+HTTP_ERROR = "http_error"  # any other status that is not a success (redirects included)
 BAD_RESPONSE = "bad_response"  # a success whose body is not JSON
 
 
@@ -92,7 +92,7 @@ class ProviderClient:
         finally:
             response.close()
         status = response.status_code
-        if status >= 400:
+        if not 200 <= status < 300:  # a redirect too: it is never followed
             kind = {401: NO_KEY, 403: NO_KEY, 429: RATE_LIMITED}.get(status, HTTP_ERROR)
             raise ProviderError(kind, f"Provider {provider.id} answered {status}.", status)
         try:

@@ -8,6 +8,8 @@ address checked), the provider's key goes in a bearer header, redirects are neve
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -62,17 +64,8 @@ class ProviderClient:
             headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
-        try:
+        with _transport_errors(provider, base_url):
             return self._http.send(request, stream=True)
-        except httpx.TimeoutException:
-            raise ProviderError(
-                TIMEOUT, f"Provider {provider.id} did not answer in time ({base_url})."
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ProviderError(
-                UNREACHABLE,
-                f"Could not reach provider {provider.id} at {base_url}: {type(exc).__name__}.",
-            ) from None
 
     def post_json(
         self, provider: Provider, path: str, body: dict[str, Any], *, timeout: float | None = None
@@ -80,15 +73,8 @@ class ProviderClient:
         """POST `body` and return the decoded JSON answer; any failure raises ProviderError."""
         response = self.open(provider, path, body, timeout=timeout)
         try:
-            response.read()
-        except httpx.TimeoutException:
-            raise ProviderError(
-                TIMEOUT, f"Provider {provider.id} did not answer in time."
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ProviderError(
-                UNREACHABLE, f"Provider {provider.id} broke off: {type(exc).__name__}."
-            ) from None
+            with _transport_errors(provider, str(response.url)):
+                response.read()
         finally:
             response.close()
         status = response.status_code
@@ -109,6 +95,22 @@ class ProviderClient:
             raise ProviderError(
                 REFUSED, f"Provider {provider.id}'s URL is refused: {exc}"
             ) from None
+
+
+@contextmanager
+def _transport_errors(provider: Provider, url: str) -> Iterator[None]:
+    """httpx's failures to connect, send or receive, as ProviderErrors."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise ProviderError(
+            TIMEOUT, f"Provider {provider.id} did not answer in time ({url})."
+        ) from None
+    except httpx.HTTPError as exc:
+        raise ProviderError(
+            UNREACHABLE,
+            f"Could not reach provider {provider.id} at {url}: {type(exc).__name__}.",
+        ) from None
 
 
 def _auth(provider: Provider) -> dict[str, str]:

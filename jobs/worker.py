@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import click
+import redis
 from flask import Flask
 from rq import Worker
-
-from omniroute.services import services
 
 from . import QUEUES
 
 
+def worker_connection(url: str) -> redis.Redis:
+    """A Redis client of the worker's own, not the web's pooled one.
+
+    RQ blocks on Redis for minutes between jobs and sets its socket timeout to suit, but only
+    on connections its pool has yet to open: a connection the app opened earlier (with the
+    web's 5 s timeout) made an idle worker quit after 5 s.
+    """
+    return redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+
+
 def run_worker(app: Flask, *, burst: bool = False) -> None:
     """Serve the job queues inside an app context, so jobs reach the app's services."""
+    if not app.config["REDIS_URL"]:
+        raise click.UsageError(
+            "REDIS_URL is not set: without Redis, jobs run inside the web process "
+            "and no worker is needed."
+        )
+    connection = worker_connection(app.config["REDIS_URL"])
     with app.app_context():
-        connection = services().redis
-        if connection is None:
-            raise click.UsageError(
-                "REDIS_URL is not set: without Redis, jobs run inside the web process "
-                "and no worker is needed."
-            )
         worker = Worker(list(QUEUES), connection=connection)
         worker.work(burst=burst, logging_level=app.config["LOG_LEVEL"], with_scheduler=True)
+    connection.close()

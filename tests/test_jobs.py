@@ -1,6 +1,7 @@
 import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,40 @@ def test_a_unique_job_waits_in_rq_at_most_once(make_app, redis_db):
         jobs.enqueue("default", job_functions.fails_twice, "u", unique_id="only-one")
         jobs.wait(10)
     assert Queue("default", connection=redis_db).get_job_ids() == ["only-one"]
+
+
+def test_a_long_lived_worker_idle_past_every_timeout_still_takes_the_next_job(
+    make_app, redis_db, tmp_path
+):
+    # Regression: the worker reused the web's pooled connection (5 s socket timeout) and
+    # quit ("Redis connection timeout, quitting...") about 5 s after it went idle.
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    with (tmp_path / "worker.log").open("w+") as log:
+        worker = subprocess.Popen(  # the Procfile's line, not --burst
+            [sys.executable, "-m", "flask", "--app", "app", "worker"],
+            cwd=ROOT,
+            env=environment(DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert eventually(lambda: "Listening on" in log_text(log), timeout=30), log_text(log)
+            time.sleep(IDLE_SECONDS)
+            assert worker.poll() is None, log_text(log)
+            api_key_id = chat(app, TEXT)
+            found = eventually(lambda: keys_of(app, api_key_id), timeout=30)
+            assert found == ["pattern:commit_before_pushing", "preference:typescript"]
+            assert worker.poll() is None, log_text(log)
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+        assert "quitting" not in log_text(log)
+
+
+# Longer than the web's 5 s socket timeout, the one the worker used to inherit.
+IDLE_SECONDS = 8
+
+
+def log_text(log) -> str:
+    log.seek(0)
+    return log.read()

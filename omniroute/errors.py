@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import marshmallow as ma
 from flask import Flask, jsonify
-from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import HTTPException, InternalServerError, UnprocessableEntity
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,13 @@ def _flatten(messages: Any, path: tuple[str, ...]) -> Iterator[dict[str, str]]:
             yield from _flatten(message, path)
     else:
         yield {"field": ".".join(path) or "body", "message": str(messages)}
+
+
+def abort_invalid(field: str, message: str) -> NoReturn:
+    """Answer 422 naming the field (a dotted path for nested ones) and what is wrong with it."""
+    error = UnprocessableEntity()
+    error.data = {"errors": {"json": {field: [message]}}}
+    raise error
 
 
 def http_error_response(error: HTTPException):

@@ -1,0 +1,83 @@
+"""The edge every JSON body passes, whatever the route: nesting and lone surrogates.
+
+Checked once, before any route reads the body, so that no field of any schema (or the /v1
+body, which no schema reads whole) can carry either past it:
+- nesting deeper than MAX_DEPTH (Python's parser raises RecursionError, not a value error,
+  on 200,000 brackets) is 400;
+- a string with an unpaired UTF-16 surrogate ("\\ud800" is valid JSON, but no UTF-8 text:
+  SQLite, the templates and every upstream fail on it) is 422 naming the field.
+A body that is not JSON at all is left to the route, which says so in its own words.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask, request
+from werkzeug.exceptions import BadRequest
+
+from .errors import abort_invalid
+
+MAX_DEPTH = 200
+
+
+def check_json_body() -> None:
+    """before_request: refuse a JSON body nested too deeply or holding a lone surrogate."""
+    if not request.is_json:
+        return
+    raw = request.get_data(cache=True)
+    if not raw:
+        return
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise BadRequest(f"The JSON body is nested more than {MAX_DEPTH} levels deep.") from None
+    except ValueError:
+        return
+    problem = find_problem(body)
+    if problem is None:
+        return
+    path, message = problem
+    if message is None:
+        raise BadRequest(f"The JSON body is nested more than {MAX_DEPTH} levels deep.")
+    abort_invalid(path or "body", message)
+
+
+def find_problem(value: Any) -> tuple[str, str | None] | None:
+    """The path of the first lone surrogate (with a message), or of a too-deep value (None).
+
+    Walks without recursion, so no depth of nesting can overflow the stack here.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return path, None
+        if isinstance(item, str):
+            if _has_lone_surrogate(item):
+                return path, "Contains an unpaired surrogate (\\ud800-\\udfff): not valid text."
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                if _has_lone_surrogate(key):
+                    return path or "body", "A key contains an unpaired surrogate: not valid text."
+                stack.append((child, child_path, depth + 1))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
+    return None
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(check_json_body)

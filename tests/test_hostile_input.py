@@ -1,0 +1,145 @@
+"""Hostile JSON at every write route: answered with a 4xx naming the field, nothing stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import ADMIN_TOKEN, csrf_of
+
+LONE = "bad \ud800 text"  # a lone surrogate: valid JSON ("\ud800"), not valid text
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def world(gateway_app):
+    """A key with one memory, and the fake provider (from gateway_app)."""
+    svc = gateway_app.extensions["omniroute"]
+    key, secret = svc.keys.create("alice")
+    memory, _ = svc.memories.create(api_key_id=key.id, key="k", content="kept")
+    return {"app": gateway_app, "svc": svc, "key": key.id, "secret": secret, "memory": memory.id}
+
+
+def send(world, method: str, path: str, body, headers=None):
+    client = world["app"].test_client()
+    path = path.format(key=world["key"], memory=world["memory"])
+    if isinstance(body, dict | list):
+        body = json.dumps(body)  # escapes the surrogate as \ud800, as a client would send it
+    return client.open(
+        path,
+        method=method,
+        data=body,
+        content_type="application/json",
+        headers=headers or ADMIN,
+    )
+
+
+def memory_body(world, **change):
+    return {"apiKeyId": world["key"], "key": "new", "content": "fine", **change}
+
+
+# (method, path, body maker, field the answer must name)
+SURROGATE_CASES = [
+    ("POST", "/api/memory", lambda w: memory_body(w, content=LONE), "content"),
+    ("POST", "/api/memory", lambda w: memory_body(w, key=LONE), "key"),
+    ("POST", "/api/memory", lambda w: memory_body(w, sessionId=LONE), "sessionId"),
+    ("POST", "/api/memory", lambda w: memory_body(w, apiKeyId=LONE), "apiKeyId"),
+    ("POST", "/api/memory", lambda w: memory_body(w, metadata={"note": LONE}), "metadata.note"),
+    ("POST", "/api/memory", lambda w: memory_body(w, metadata={LONE: 1}), "metadata"),
+    ("PUT", "/api/memory/{memory}", lambda w: {"content": LONE}, "content"),
+    (
+        "POST",
+        "/api/memory/import",
+        lambda w: {"memories": [memory_body(w, content=LONE)]},
+        "memories.0.content",
+    ),
+    (
+        "POST",
+        "/api/memory/retrieve-preview",
+        lambda w: {"apiKeyId": w["key"], "query": LONE},
+        "query",
+    ),
+    ("POST", "/api/keys", lambda w: {"name": LONE}, "name"),
+    ("POST", "/api/providers", lambda w: {"id": "p2", "baseUrl": f"http://h/{LONE}"}, "baseUrl"),
+    ("PUT", "/api/providers/fake", lambda w: {"apiKey": LONE}, "apiKey"),
+    ("PUT", "/api/providers/fake", lambda w: {"models": ["m", LONE]}, "models.1"),
+    ("PUT", "/api/settings/memory", lambda w: {"customModelId": LONE}, "customModelId"),
+    ("PUT", "/api/settings/memory", lambda w: {"backendConfigs": {"a": LONE}}, "backendConfigs.a"),
+    ("PUT", "/api/settings/gateway", lambda w: {"defaultProvider": LONE}, "defaultProvider"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "make", "field"), SURROGATE_CASES)
+def test_a_lone_surrogate_is_refused_naming_the_field(world, method, path, make, field):
+    before = snapshot(world)
+    response = send(world, method, path, make(world))
+    assert response.status_code == 422, response.json
+    assert [d["field"] for d in response.json["error"]["details"]] == [field]
+    assert snapshot(world) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (
+            {"model": "fake/m", "messages": [{"role": "user", "content": LONE}]},
+            "messages.0.content",
+        ),
+        ({"model": f"fake/{LONE}", "messages": [{"role": "user", "content": "hi"}]}, "model"),
+    ],
+)
+def test_the_gateway_refuses_a_lone_surrogate_too(world, upstream, body, field):
+    response = send(
+        world, "POST", "/v1/chat/completions", body, {"Authorization": f"Bearer {world['secret']}"}
+    )
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == field
+    assert upstream.requests == []
+
+
+def test_no_stored_surrogate_can_break_the_pages_that_show_providers(world):
+    send(world, "PUT", "/api/providers/fake", {"models": [LONE]})
+    studio = world["app"].test_client()
+    token = csrf_of(studio.get("/dashboard/login").text)
+    studio.post("/dashboard/login", data={"token": ADMIN_TOKEN, "csrf_token": token})
+    for page in ("/dashboard/providers", "/dashboard/memory?tab=engine"):
+        assert studio.get(page).status_code == 200
+
+
+JSON_ROUTES = [
+    ("POST", "/api/memory"),
+    ("PUT", "/api/memory/{memory}"),
+    ("POST", "/api/memory/import"),
+    ("POST", "/api/memory/retrieve-preview"),
+    ("POST", "/api/memory/reindex"),
+    ("POST", "/api/keys"),
+    ("POST", "/api/providers"),
+    ("PUT", "/api/providers/fake"),
+    ("PUT", "/api/settings/memory"),
+    ("PUT", "/api/settings/gateway"),
+    ("POST", "/v1/chat/completions"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), JSON_ROUTES)
+def test_deeply_nested_json_is_a_400(world, method, path):
+    headers = {"Authorization": f"Bearer {world['secret']}"} if path.startswith("/v1") else None
+    deep = "[" * 200_000 + "]" * 200_000
+    response = send(world, method, path, deep, headers)
+    assert response.status_code == 400, response.json
+    assert "nested" in response.json["error"]["message"]
+
+
+def test_nesting_within_the_bound_still_works(world):
+    metadata = {"a": {"b": {"c": [[[["deep but fine"]]]]}}}
+    response = send(world, "POST", "/api/memory", memory_body(world, metadata=metadata))
+    assert response.status_code == 201
+    assert response.json["memory"]["metadata"] == metadata
+
+
+def snapshot(world):
+    svc = world["svc"]
+    with svc.db.read() as conn:
+        tables = ("memories", "api_keys", "providers", "settings", "memory_history")
+        return {t: conn.exec_driver_sql(f"SELECT * FROM {t}").all() for t in tables}

@@ -26,7 +26,7 @@ class StrictNumber(ma.fields.Float):
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.make_error("invalid")
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise self.make_error("invalid")
         return value
 

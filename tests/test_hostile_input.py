@@ -143,3 +143,28 @@ def snapshot(world):
     with svc.db.read() as conn:
         tables = ("memories", "api_keys", "providers", "settings", "memory_history")
         return {t: conn.exec_driver_sql(f"SELECT * FROM {t}").all() for t in tables}
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [(f"page={10**18}", "page"), (f"offset={2**63}", "offset"), ("limit=-1", "limit")],
+)
+def test_paging_past_its_bounds_is_a_422_not_an_overflow(world, query, field):
+    response = world["app"].test_client().get(f"/api/memory?{query}", headers=ADMIN)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == field
+
+
+def test_the_studio_list_ignores_a_page_past_its_bounds(world):
+    studio = world["app"].test_client()
+    token = csrf_of(studio.get("/dashboard/login").text)
+    studio.post("/dashboard/login", data={"token": ADMIN_TOKEN, "csrf_token": token})
+    assert studio.get(f"/dashboard/memory?page={10**18}").status_code == 200
+
+
+def test_a_huge_whole_number_setting_is_clamped_not_a_500(world):
+    zeros = "0" * 400
+    raw = f'{{"maxTokens": 1{zeros}, "retentionDays": -1{zeros}}}'
+    response = send(world, "PUT", "/api/settings/memory", raw)
+    assert response.status_code == 200, response.json
+    assert (response.json["maxTokens"], response.json["retentionDays"]) == (8000, 1)

@@ -21,15 +21,18 @@ from .store import MemoryStore
 EXPORT_BATCH = 500
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
+# Far past any real list, and small enough that page * limit stays a 64-bit SQL integer.
+MAX_PAGE = 1_000_000
+MAX_OFFSET = MAX_PAGE * MAX_PAGE_SIZE
 
 
 class ListingQuery(ma.Schema):
     """The filters and paging of a list of memories, as query parameters."""
 
-    page = ma.fields.Integer(load_default=1, validate=Range(min=1))
+    page = ma.fields.Integer(load_default=1, validate=Range(1, MAX_PAGE))
     limit = ma.fields.Integer(load_default=DEFAULT_PAGE_SIZE, validate=Range(1, MAX_PAGE_SIZE))
     offset = ma.fields.Integer(
-        validate=Range(min=0), metadata={"description": "Wins over page when given."}
+        validate=Range(0, MAX_OFFSET), metadata={"description": "Wins over page when given."}
     )
     q = ma.fields.String(
         metadata={"description": "Case-insensitive literal substring of content or key."}

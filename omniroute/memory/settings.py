@@ -49,10 +49,11 @@ class Setting:
         if self.kind == INTEGER:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 return None
-            if not math.isfinite(value):
-                return None
-            rounded = math.floor(value + 0.5)  # JavaScript's Math.round: halves round up
-            return min(max(rounded, self.low), self.high)
+            if isinstance(value, float):  # an int is whole and finite, however long
+                if not math.isfinite(value):
+                    return None
+                value = math.floor(value + 0.5)  # JavaScript's Math.round: halves round up
+            return min(max(value, self.low), self.high)
         if self.kind == CHOICE:
             return value if isinstance(value, str) and value in self.choices else None
         if self.kind in (TEXT, URL):

@@ -161,3 +161,21 @@ def test_imported_memories_get_vectors(engine_app):
     imported(client, admin, {"memories": items, "apiKeyId": key["id"]})
     backfill = engine_app.extensions["omniroute"].backfill
     assert eventually(lambda: backfill.pending() == 0, timeout=30)
+
+
+def test_an_item_the_database_refuses_is_reported_and_the_rest_goes_in(client, admin, svc, api_key):
+    # Regression: 150 good items and 1 the write refused answered 500 with 100 committed.
+    with svc.db.write() as conn:
+        conn.exec_driver_sql(
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON memories WHEN NEW.content = 'boom'"
+            " BEGIN SELECT RAISE(ABORT, 'boom is refused'); END"
+        )
+    items = [{"key": f"k{n}", "content": f"fact {n}"} for n in range(150)]
+    items.insert(120, {"key": "bad", "content": "boom"})
+    result = imported(client, admin, {"memories": items, "apiKeyId": api_key["id"]})
+    assert (result["created"], result["updated"], result["failed"]) == (150, 0, 1)
+    failed = result["results"][120]
+    assert (failed["key"], failed["status"]) == ("bad", "failed")
+    assert "boom is refused" in failed["errors"][0]["message"]
+    listed = client.get(f"/api/memory?apiKeyId={api_key['id']}&limit=1", headers=admin).json
+    assert listed["total"] == 150

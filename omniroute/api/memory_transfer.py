@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,11 +12,13 @@ from flask import Response, stream_with_context
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow.validate import Length
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..clock import to_iso, utc_now
 from ..errors import field_details
 from ..memory.listing import ListingQuery, filters_from, iter_live
 from ..memory.model import MEMORY_TYPES
+from ..memory.store import KeyConflict
 from ..services import services
 from .memories import NO_SUCH_KEY, create_memory
 from .memory_schemas import MemoryCreateSchema, MemorySchema
@@ -23,6 +26,8 @@ from .memory_schemas import MemoryCreateSchema, MemorySchema
 blp = Blueprint(
     "memory-transfer", __name__, url_prefix="/api/memory", description="Memory export and import"
 )
+
+log = logging.getLogger(__name__)
 
 MAX_IMPORT_ITEMS = 10_000
 IMPORT_BATCH = 100  # memories written per transaction: other writers wait at most one batch
@@ -116,14 +121,33 @@ class MemoryImport(MethodView):
         for start in range(0, len(valid), IMPORT_BATCH):
             with store.db.write() as conn:
                 for result, loaded in valid[start : start + IMPORT_BATCH]:
-                    memory, created = create_memory(loaded, connection=conn)
-                    result.update(status="created" if created else "updated", id=memory.id)
+                    _write_item(conn, result, loaded)
         if valid:
             store.notify_write()
         counts = {status: 0 for status in ("created", "updated", "failed")}
         for result in results:
             counts[result["status"]] += 1
         return {**counts, "results": results}
+
+
+def _write_item(conn, result: dict[str, Any], loaded: dict[str, Any]) -> None:
+    """Upsert one item in a savepoint of its own: a write that fails undoes only that item,
+    which is reported as failed, and the rest of the file goes in."""
+    try:
+        with conn.begin_nested():
+            memory, created = create_memory(loaded, connection=conn)
+    except (SQLAlchemyError, KeyConflict) as exc:
+        log.warning("import: item %d not written: %s", result["index"], exc)
+        result["errors"] = [{"field": "body", "message": f"Not written: {_reason(exc)}"}]
+        return
+    result.update(status="created" if created else "updated", id=memory.id)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, KeyConflict):
+        return str(exc)
+    original = getattr(exc, "orig", None)
+    return str(original or exc).splitlines()[0]
 
 
 def _check_item(

@@ -339,7 +339,10 @@ class MemoryStore:
         values = {**asdict(memory), "metadata": dump_metadata(metadata), "needs_reindex": 1}
         try:
             conn.execute(insert(memories).values(**values))
-        except IntegrityError as exc:  # a concurrent writer took the key first
+        except IntegrityError as exc:
+            if "UNIQUE" not in str(exc.orig):
+                raise
+            # A concurrent writer took the key first.
             raise KeyConflict(f"key {key!r} was created concurrently") from exc
         self._record(conn, "create", None, memory, now)
         return memory

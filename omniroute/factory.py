@@ -10,7 +10,7 @@ from flask import Flask
 
 from jobs import request_backfill
 
-from . import api, auth, cli, errors, home, json_edge, migrate, studio
+from . import api, auth, cli, errors, headers, home, json_edge, migrate, studio
 from .config import database_url, load_settings
 from .db import Database
 from .providers.schemas import seed_providers
@@ -40,6 +40,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     svc.install(app)
 
     errors.register_error_handlers(app)
+    headers.init_app(app)
     rest = api.init_app(app)  # its admin guard runs first: strangers learn nothing of bodies
     json_edge.init_app(app)
     rest.register_blueprint(gateway.blp)  # /v1, in the same OpenAPI spec

@@ -49,3 +49,10 @@ def plain_json(value: object) -> None:
         json.dumps(value, allow_nan=False)
     except ValueError:
         raise ma.ValidationError("Must be plain JSON: NaN and Infinity are not allowed.") from None
+
+
+def no_control_characters(value: str) -> None:
+    """For text that goes into an outbound request's headers: a NUL or a line break there
+    fails at chat time (or splits the header), so it is refused when it is saved."""
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        raise ma.ValidationError("Must not contain control characters (NUL, line breaks...).")

@@ -36,6 +36,8 @@ def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:
     a name that does not resolve is refused. Without it only the URL itself is checked
     (used when a provider is saved: its host may come up later).
     """
+    if any(ord(char) < 0x21 or ord(char) == 0x7F for char in url.strip()):
+        raise BlockedURL("control characters and spaces are not allowed in a URL")
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https"):
         raise BlockedURL("only http:// and https:// URLs are allowed")

@@ -97,7 +97,7 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._embeddings(model, body.get("input", []))
             if self.path == "/v1/rerank":
                 return self._rerank(model, body.get("documents", []))
-            if self.path == "/v1/moved":  # a redirect, which callers must never follow
+            if self.path.startswith("/v1/moved"):  # a redirect, which callers never follow
                 self.send_response(307)
                 self.send_header("Location", "/v1/chat/completions")
                 self.send_header("Content-Length", "0")

@@ -136,6 +136,15 @@ def test_a_refused_connection_is_a_502(client, svc):
     assert "Could not reach provider down" in caught.value.message
 
 
+def test_an_upstream_redirect_is_a_502_and_is_not_followed(client, upstream, svc):
+    svc.providers.save("moved", {"base_url": f"{upstream.base_url}/moved"})
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model="moved/m", messages=USER)
+    assert caught.value.status_code == 502
+    assert "redirect" in caught.value.message
+    assert [r["path"] for r in upstream.requests] == ["/v1/moved/chat/completions"]
+
+
 def test_a_slow_upstream_is_a_504(client, upstream, svc):
     svc.http.timeout = httpx.Timeout(0.3, connect=1)
     upstream.slow_seconds = 1.5

@@ -168,3 +168,22 @@ def test_a_huge_whole_number_setting_is_clamped_not_a_500(world):
     response = send(world, "PUT", "/api/settings/memory", raw)
     assert response.status_code == 200, response.json
     assert (response.json["maxTokens"], response.json["retentionDays"]) == (8000, 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"apiKey": "sk-\u0000abc"}, "apiKey"),
+        ({"apiKey": "sk-abc\r\nX-Injected: 1"}, "apiKey"),
+        ({"baseUrl": "http://127.0.0.1:9/v1\u0000"}, "baseUrl"),
+        ({"models": ["gpt\u0000"]}, "models.0"),
+        ({"embeddingModels": [{"id": "e\n", "dimensions": 8}]}, "embeddingModels.0.id"),
+    ],
+)
+def test_a_control_character_in_a_provider_is_refused_when_saved(world, body, field):
+    # It used to be stored and only failed at chat time, as a 502.
+    before = snapshot(world)
+    response = send(world, "PUT", "/api/providers/fake", body)
+    assert response.status_code == 422, response.json
+    assert response.json["error"]["details"][0]["field"] == field
+    assert snapshot(world) == before

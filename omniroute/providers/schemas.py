@@ -10,10 +10,10 @@ from typing import Any
 
 import marshmallow as ma
 from flask import current_app
-from marshmallow.validate import Length, Range, Regexp
+from marshmallow.validate import And, Length, Range, Regexp
 
 from ..config import ConfigError
-from ..fields import StrictBoolean
+from ..fields import StrictBoolean, no_control_characters
 from ..net import BlockedURL, check_base_url
 from .registry import ProviderStore
 
@@ -36,7 +36,7 @@ def guarded_url(value: str) -> None:
 
 
 class EmbeddingModelSchema(ma.Schema):
-    id = ma.fields.String(required=True, validate=Length(1, 200))
+    id = ma.fields.String(required=True, validate=And(Length(1, 200), no_control_characters))
     dimensions = ma.fields.Integer(required=True, strict=True, validate=Range(1, 65536))
 
 
@@ -47,9 +47,10 @@ class ProviderFieldsSchema(ma.Schema):
     apiKey = ma.fields.String(
         attribute="api_key",
         allow_none=True,
+        validate=no_control_characters,
         metadata={"description": 'Never returned. null or "" removes it.'},
     )
-    models = ma.fields.List(ma.fields.String(validate=Length(1, 200)))
+    models = ma.fields.List(ma.fields.String(validate=And(Length(1, 200), no_control_characters)))
     embeddingModels = ma.fields.List(
         ma.fields.Nested(EmbeddingModelSchema), attribute="embedding_models"
     )

@@ -78,6 +78,15 @@ class ChatCompletions(MethodView):
         except UpstreamFailure as exc:
             abort(exc.status, message=exc.message, code="upstream_unavailable")
         headers = {INJECTED_HEADER: str(len(turn.injected))}
+        if 300 <= upstream.status_code < 400:  # never followed, and never passed on
+            location = upstream.headers.get("location", "")
+            upstream.close()
+            abort(
+                502,
+                message=f"Provider {provider.id} answered {upstream.status_code} (a redirect to "
+                f"{location or 'nowhere'}), which the gateway does not follow: fix its baseUrl.",
+                code="upstream_redirect",
+            )
         if upstream.status_code >= 400:
             try:
                 payload = error_body(provider, upstream)

@@ -162,6 +162,13 @@ SETTINGS: tuple[Setting, ...] = (
         _boolean,
     ),
     Setting(
+        "DB_WRITE_WAIT_SECONDS",
+        10.0,
+        "Longest a write waits for other writers (of any process on the same SQLite file) "
+        "before the request gets 503 with Retry-After.",
+        _positive_number,
+    ),
+    Setting(
         "UPSTREAM_TIMEOUT_SECONDS",
         120.0,
         "Longest wait for an upstream provider's next bytes before the gateway answers 504.",

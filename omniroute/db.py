@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,11 +23,28 @@ import pysqlite3.dbapi2 as sqlite3
 import sqlite_vec
 from sqlalchemy import Connection, create_engine, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_MS = 5000
+# SQLite's own wait for a lock, per attempt; `write()` tries again, with jittered backoff,
+# until its bound (write_wait_seconds) is spent. SQLite's busy handler polls on a fixed
+# schedule, so under many writers one can starve; a fresh attempt after a random pause
+# spreads the waiting writers out.
+BUSY_TIMEOUT_MS = 2000
+BACKOFF_SECONDS = (0.02, 0.2)
+DEFAULT_WRITE_WAIT_SECONDS = 10.0
 _BEGIN_OPTION = "omniroute_begin"
+
+
+class DatabaseBusy(RuntimeError):
+    """Other writers held the database for longer than a write may wait: try again soon."""
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether a driver error means that another connection holds the lock."""
+    text = str(getattr(error, "orig", error)).lower()
+    return "database is locked" in text or "database is busy" in text
 
 
 @dataclass
@@ -49,13 +68,15 @@ def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS) -> None:
         parsed = make_url(url)
         if parsed.get_backend_name() != "sqlite" or not parsed.database:
             raise ValueError(f"unsupported DATABASE_URL {url!r}: use sqlite:///path/to/file.db")
         if parsed.database != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
         self.vectors = VectorSupport()
+        self.write_wait_seconds = write_wait_seconds
+        self._busy_timeout_ms = max(1, min(BUSY_TIMEOUT_MS, int(write_wait_seconds * 1000)))
         self._vector_lock = threading.Lock()
         self.engine: Engine = create_engine(
             parsed.set(drivername="sqlite+pysqlite"),
@@ -76,7 +97,7 @@ class Database:
         # We issue BEGIN ourselves (see _on_begin); the driver must not.
         dbapi_connection.isolation_level = None
         self._load_sqlite_vec(dbapi_connection)
-        dbapi_connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         dbapi_connection.execute("PRAGMA journal_mode = WAL")
         dbapi_connection.execute("PRAGMA synchronous = NORMAL")
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
@@ -112,11 +133,31 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A connection in an IMMEDIATE transaction: committed on success, else rolled back."""
-        with self.engine.connect() as connection:
-            connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
-            with connection.begin():
-                yield connection
+        """A connection in an IMMEDIATE transaction: committed on success, else rolled back.
+
+        Waits its turn behind other writers (this process's or another's) for at most
+        write_wait_seconds, then raises DatabaseBusy.
+        """
+        deadline = time.monotonic() + self.write_wait_seconds
+        while True:
+            connection = self.engine.connect()
+            try:
+                connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+                transaction = connection.begin()
+                break
+            except OperationalError as exc:
+                connection.invalidate()  # its BEGIN failed half-way: start the next clean
+                connection.close()
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise DatabaseBusy(
+                        f"the database stayed locked by other writers for "
+                        f"{self.write_wait_seconds:g} s"
+                    ) from exc
+                time.sleep(random.uniform(*BACKOFF_SECONDS))
+        with connection, transaction:
+            yield connection
 
     @contextmanager
     def scratch(self) -> Iterator[Connection]:

@@ -11,7 +11,14 @@ from typing import Any, NoReturn
 
 import marshmallow as ma
 from flask import Flask, jsonify
-from werkzeug.exceptions import HTTPException, InternalServerError, UnprocessableEntity
+from werkzeug.exceptions import (
+    HTTPException,
+    InternalServerError,
+    ServiceUnavailable,
+    UnprocessableEntity,
+)
+
+from .db import DatabaseBusy, is_busy
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +35,8 @@ ERROR_TYPES = {
     429: "rate_limit_error",
     503: "service_unavailable",
 }
+
+BUSY_RETRY_AFTER_SECONDS = 1
 
 # webargs reports errors that concern the whole body, not one field, under this name.
 _WHOLE_BODY = "_schema"
@@ -130,9 +139,17 @@ def _summary(details: list[dict[str, str]]) -> str:
 
 
 def unexpected_error_response(error: Exception):
-    """Log an unhandled exception with its traceback; the client sees no detail of it."""
+    """Log an unhandled exception with its traceback; the client sees no detail of it.
+
+    A database that stayed locked past a write's wait is no server fault: 503, try again.
+    """
     if isinstance(error, HTTPException):
         return http_error_response(error)
+    if isinstance(error, DatabaseBusy) or is_busy(error):
+        log.warning("database busy: %s", error)
+        busy = ServiceUnavailable(retry_after=BUSY_RETRY_AFTER_SECONDS)
+        busy.data = {"message": "The database is busy with other writes; try again shortly."}
+        return http_error_response(busy)
     log.exception("unhandled error", exc_info=error)
     return http_error_response(InternalServerError())
 

@@ -34,7 +34,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     _configure_logging(app.config["LOG_LEVEL"])
 
     auth.init_app(app)
-    database = Database(app.config["DATABASE_URL"])
+    database = Database(
+        app.config["DATABASE_URL"], write_wait_seconds=app.config["DB_WRITE_WAIT_SECONDS"]
+    )
     migrate.upgrade(database)
     svc = Services.build(app, database)
     svc.install(app)

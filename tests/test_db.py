@@ -1,7 +1,7 @@
 import pytest
 import sqlite_vec
 
-from omniroute.db import Database
+from omniroute.db import BUSY_TIMEOUT_MS, Database
 
 
 def pragma(database: Database, name: str):
@@ -25,7 +25,7 @@ def test_extension_loading_is_switched_off_after_sqlite_vec_loads(database):
 
 def test_pragmas_are_set(database):
     assert pragma(database, "journal_mode") == "wal"
-    assert pragma(database, "busy_timeout") == 5000
+    assert pragma(database, "busy_timeout") == BUSY_TIMEOUT_MS
     assert pragma(database, "foreign_keys") == 1
 
 

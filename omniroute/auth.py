@@ -23,6 +23,8 @@ from flask.sessions import SecureCookieSessionInterface
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import TooManyRequests, Unauthorized
 
+from .services import services
+
 log = logging.getLogger(__name__)
 
 TOKEN_FILE_NAME = "admin_token"
@@ -32,6 +34,7 @@ CSRF_FIELD = "csrf_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 _SESSION_ADMIN = "admin"  # a fingerprint of the admin token the session logged in with
+_SESSION_ID = "sid"  # the server-side record of the login (AdminSessionStore)
 _SESSION_CSRF = "csrf"
 
 
@@ -158,16 +161,27 @@ def log_in() -> None:
     session.clear()
     session.permanent = True
     session[_SESSION_ADMIN] = _fingerprint()
+    session[_SESSION_ID] = services().admin_sessions.start(
+        current_app.config["PERMANENT_SESSION_LIFETIME"]
+    )
     session[_SESSION_CSRF] = secrets.token_urlsafe(32)
 
 
 def log_out() -> None:
+    """End the session for good: a copy of the cookie taken before is refused too."""
+    session_id = session.get(_SESSION_ID)
+    if isinstance(session_id, str):
+        services().admin_sessions.revoke(session_id)
     session.clear()
 
 
 def session_is_admin() -> bool:
+    """A signed cookie of a login with today's admin token, whose session is still live."""
     stored = session.get(_SESSION_ADMIN)
-    return isinstance(stored, str) and hmac.compare_digest(stored, _fingerprint())
+    session_id = session.get(_SESSION_ID)
+    if not (isinstance(stored, str) and hmac.compare_digest(stored, _fingerprint())):
+        return False
+    return isinstance(session_id, str) and services().admin_sessions.is_live(session_id)
 
 
 def csrf_token() -> str:

@@ -10,6 +10,7 @@ from flask import Flask, current_app
 
 from jobs import request_backfill, request_static_model
 
+from .admin_sessions import AdminSessionStore
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
@@ -39,6 +40,7 @@ class Services:
     backfill: Backfill
     retriever: Retriever
     keys: ApiKeyStore
+    admin_sessions: AdminSessionStore
     settings: SettingsStore
     memory_settings: MemorySettings
     providers: ProviderStore
@@ -95,6 +97,7 @@ class Services:
                 memories, vectors, embeddings, Reranker(providers, provider_client), options
             ),
             keys=ApiKeyStore(database),
+            admin_sessions=AdminSessionStore(database),
             settings=settings,
             memory_settings=memory_settings,
             providers=providers,

@@ -86,3 +86,12 @@ providers = Table(
     Column("created_at", Text, nullable=False),
     Column("updated_at", Text, nullable=False),
 )
+
+admin_sessions = Table(
+    "admin_sessions",
+    metadata,
+    Column("id_hash", Text, primary_key=True),
+    Column("created_at", Text, nullable=False),
+    Column("expires_at", Text, nullable=False),
+    Column("revoked_at", Text),
+)

@@ -104,6 +104,30 @@ def test_logout_needs_the_csrf_token_and_ends_the_session(studio):
     assert studio.get("/api/keys").status_code == 401
 
 
+def test_logout_ends_a_copy_of_the_cookie_taken_before_it(studio, app):
+    # Regression: a cookie copied before logout still read and wrote for 12 hours.
+    copied = studio.get_cookie("omniroute_session").value
+    studio.post("/dashboard/logout", data={"csrf_token": studio.csrf})
+    thief = app.test_client()
+    thief.set_cookie("omniroute_session", copied)
+    assert thief.get("/dashboard/memory").status_code == 302
+    assert thief.get("/api/keys").status_code == 401
+    response = thief.post("/api/keys", json={"name": "x"}, headers={"X-CSRF-Token": studio.csrf})
+    assert response.status_code == 401
+
+
+def test_another_process_sees_the_logout(studio, app, tmp_path):
+    # A second web process on the same data dir (and secret key) reads the same sessions.
+    copied = studio.get_cookie("omniroute_session").value
+    other = create_app({"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN})
+    client = other.test_client()
+    client.set_cookie("omniroute_session", copied)
+    assert client.get("/dashboard/memory").status_code == 200
+    studio.post("/dashboard/logout", data={"csrf_token": studio.csrf})
+    assert client.get("/dashboard/memory").status_code == 302
+    other.extensions["omniroute"].close()
+
+
 def test_a_post_to_the_studio_without_a_session_is_401(client):
     assert client.post("/dashboard/logout").status_code == 401
 

@@ -13,16 +13,15 @@ import hmac
 import logging
 import os
 import secrets
-import threading
 from datetime import timedelta
 from pathlib import Path
 
-from cachetools import TTLCache
 from flask import Flask, abort, current_app, request, session
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import TooManyRequests, Unauthorized
 
+from .brake import Held
 from .services import services
 
 log = logging.getLogger(__name__)
@@ -67,44 +66,17 @@ def ensure_admin_token(configured: str | None, data_dir: str) -> str:
     return ensure_secret(configured, data_dir, TOKEN_FILE_NAME, prefix="omr-admin-")
 
 
-class FailedAttempts:
-    """Wrong admin tokens per client address, in this process: a brake on guessing.
-
-    After MAX_FAILURES wrong tokens, each within WINDOW_SECONDS of the one before, the
-    address is refused (429) until WINDOW_SECONDS pass without another try.
-    """
-
-    MAX_FAILURES = 10
-    WINDOW_SECONDS = 300
-
-    def __init__(self) -> None:
-        self._counts: TTLCache[str, int] = TTLCache(maxsize=10_000, ttl=self.WINDOW_SECONDS)
-        self._lock = threading.Lock()
-
-    def check(self, address: str | None) -> None:
-        with self._lock:
-            blocked = self._counts.get(address or "", 0) >= self.MAX_FAILURES
-        if blocked:
-            raise TooManyRequests(
-                description="Too many wrong admin tokens from this address: try again later.",
-                retry_after=self.WINDOW_SECONDS,
-            )
-
-    def record(self, address: str | None) -> None:
-        with self._lock:
-            key = address or ""
-            self._counts[key] = self._counts.get(key, 0) + 1
-        log.warning("wrong admin token from %s", key or "an unknown address")
-
-
 def check_admin_token(token: str) -> bool:
-    """Whether `token` is the admin token; 429 for an address that guessed too often."""
-    attempts: FailedAttempts = current_app.extensions["failed_admin_attempts"]
-    attempts.check(request.remote_addr)
-    if is_admin_token(token):
-        return True
-    attempts.record(request.remote_addr)
-    return False
+    """Whether `token` is the admin token; 429 while the address is held by the brake."""
+    try:
+        return services().guess_brake.attempt(
+            request.remote_addr, token, lambda: is_admin_token(token)
+        )
+    except Held as held:
+        raise TooManyRequests(
+            description="Too many wrong admin tokens from this address: slow down.",
+            retry_after=held.retry_after,
+        ) from None
 
 
 class SessionInterface(SecureCookieSessionInterface):
@@ -133,7 +105,6 @@ def init_app(app: Flask) -> None:
         SESSION_REFRESH_EACH_REQUEST=False,
     )
     app.session_interface = SessionInterface()
-    app.extensions["failed_admin_attempts"] = FailedAttempts()
 
 
 def bearer_token() -> str | None:

@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from .factory import create_app
+from .mcp.auth import ClientAddress
 from .mcp.server import build_server
 
 
@@ -23,6 +24,7 @@ def asgi_app(app: Flask) -> Starlette:
     server = build_server(app.extensions["omniroute"], app.config, base_url=base_url)
     combined = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
     combined.routes.append(Mount("/", app=WSGIMiddleware(app, workers=app.config["WEB_THREADS"])))
+    combined.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
     return combined
 
 

@@ -11,6 +11,7 @@ from flask import Flask, current_app
 from jobs import request_backfill, request_static_model
 
 from .admin_sessions import AdminSessionStore
+from .brake import GuessBrake
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
@@ -41,6 +42,7 @@ class Services:
     retriever: Retriever
     keys: ApiKeyStore
     admin_sessions: AdminSessionStore
+    guess_brake: GuessBrake
     settings: SettingsStore
     memory_settings: MemorySettings
     providers: ProviderStore
@@ -98,6 +100,7 @@ class Services:
             ),
             keys=ApiKeyStore(database),
             admin_sessions=AdminSessionStore(database),
+            guess_brake=GuessBrake(),
             settings=settings,
             memory_settings=memory_settings,
             providers=providers,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -245,3 +246,38 @@ def test_stdio_refuses_to_start_without_a_valid_key(tmp_path):
 
 def _filter(owner):
     return MemoryFilter(api_key_id=owner)
+
+
+def test_wrong_tokens_on_mcp_meet_the_same_brake_as_the_api(gateway, keys):
+    # Regression: 200 wrong admin tokens on /mcp all got 401, never 429.
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "guesser", "version": "1"},
+        },
+    }
+    accept = "application/json, text/event-stream"
+    with httpx.Client(base_url=gateway.url) as http:
+        statuses = [
+            http.post(
+                "/mcp",
+                json=initialize,
+                headers={"Authorization": f"Bearer wrong-{n}", "Accept": accept},
+            ).status_code
+            for n in range(15)
+        ]
+        assert statuses[:11] == [401] * 11
+        assert set(statuses[11:]) == {429}
+        held = http.get("/api/keys", headers={"Authorization": "Bearer wrong"})
+        assert held.status_code == 429 and held.headers["Retry-After"] == "1"
+    time.sleep(1.1)  # one check a second: the right token still gets in
+
+    async def work():
+        async with http_session(gateway.url, keys["alice"][1]) as session:
+            assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+
+    run(work)

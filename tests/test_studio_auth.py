@@ -3,6 +3,7 @@
 import httpx
 import pytest
 
+from omniroute.brake import GuessBrake
 from omniroute.factory import create_app
 from tests.gateway_server import RunningGateway
 from tests.helpers import ADMIN_TOKEN, csrf_of
@@ -240,26 +241,42 @@ def test_behind_a_trusted_tls_proxy_the_cookie_is_secure(tmp_path, trusted, secu
         app.extensions["omniroute"].close()
 
 
-def test_an_address_that_guesses_the_token_too_often_is_held_off(app):
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(svc, monkeypatch) -> Clock:
+    """The guessing brake on a clock the test moves."""
+    clock = Clock()
+    monkeypatch.setattr(svc, "guess_brake", GuessBrake(clock=clock))
+    return clock
+
+
+def login(client, token: str):
+    page = client.get("/dashboard/login")
+    return client.post("/dashboard/login", data={"token": token, "csrf_token": csrf_of(page.text)})
+
+
+def test_a_guessing_address_is_slowed_to_one_try_a_second(app, clock):
     guesser = app.test_client()
     guesser.environ_base["REMOTE_ADDR"] = "10.0.0.7"
     for attempt in range(10):
-        page = guesser.get("/dashboard/login")
-        wrong = guesser.post(
-            "/dashboard/login", data={"token": f"guess-{attempt}", "csrf_token": csrf_of(page.text)}
-        )
-        assert wrong.status_code == 401
-    page = guesser.get("/dashboard/login")
-    held = guesser.post(
-        "/dashboard/login", data={"token": ADMIN_TOKEN, "csrf_token": csrf_of(page.text)}
-    )
-    assert held.status_code == 429  # even the right token, while the brake holds
-    assert held.headers["Retry-After"] == "300"
-    api = guesser.get("/api/keys", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-    assert api.status_code == 429
-    assert api.json["error"]["type"] == "rate_limit_error"
+        assert login(guesser, f"guess-{attempt}").status_code == 401
+    assert login(guesser, "guess-10").status_code == 401  # held: one check a second
+    held = login(guesser, "guess-11")
+    assert held.status_code == 429
+    assert held.headers["Retry-After"] == "1"
+    api = guesser.get("/api/keys", headers={"Authorization": "Bearer guess-12"})
+    assert api.status_code == 429 and api.json["error"]["type"] == "rate_limit_error"
+    clock.now += 1.1
+    assert login(guesser, "guess-13").status_code == 401  # checked again, a second later
 
-    admin = app.test_client()  # another address is not held
+    admin = app.test_client()  # another address is not held at all
     admin.environ_base["REMOTE_ADDR"] = "10.0.0.8"
     assert (
         admin.get("/api/keys", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}).status_code
@@ -267,7 +284,23 @@ def test_an_address_that_guesses_the_token_too_often_is_held_off(app):
     )
 
 
-def test_wrong_bearer_tokens_count_too(client, admin):
-    for _ in range(10):
+def test_the_right_token_gets_in_from_a_held_address(app, clock):
+    # Regression: 10 wrong tokens from an address locked it, and the right token got 429
+    # too, so anyone behind the admin's proxy could lock the admin out.
+    shared = app.test_client()
+    shared.environ_base["REMOTE_ADDR"] = "10.0.0.9"
+    for attempt in range(12):
+        login(shared, f"guess-{attempt}")
+    clock.now += 1.1
+    assert login(shared, ADMIN_TOKEN).status_code == 303
+    clock.now += 1.1
+    api = shared.get("/api/keys", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert api.status_code == 200
+
+
+def test_wrong_bearer_tokens_count_too(client, admin, clock):
+    for _ in range(11):
         assert client.get("/api/keys", headers={"Authorization": "Bearer no"}).status_code == 403
-    assert client.get("/api/keys", headers=admin).status_code == 429
+    assert client.get("/api/keys", headers={"Authorization": "Bearer no"}).status_code == 429
+    clock.now += 1.1
+    assert client.get("/api/keys", headers=admin).status_code == 200

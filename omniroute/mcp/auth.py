@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import hmac
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..brake import GuessBrake, Held
+from ..errors import error_payload
 from ..keys import ApiKeyStore
 
 ADMIN_CLIENT = "omniroute-admin"
+# The address of the HTTP client whose token is being checked (set by ClientAddress).
+CLIENT_ADDRESS: ContextVar[str | None] = ContextVar("omniroute_mcp_client", default=None)
 
 
 @dataclass(frozen=True)
@@ -31,19 +38,57 @@ class Caller:
 
 
 class GatewayTokenVerifier:
-    """Accepts the admin token and active gateway keys as MCP bearer tokens."""
+    """Accepts the admin token and active gateway keys as MCP bearer tokens.
 
-    def __init__(self, admin_token: str, keys: ApiKeyStore) -> None:
+    Every check goes through the process's guessing brake, as /api and the studio's do: a
+    token that is neither counts as a wrong guess from the client's address.
+    """
+
+    def __init__(self, admin_token: str, keys: ApiKeyStore, brake: GuessBrake) -> None:
         self._admin = admin_token
         self._keys = keys
+        self._brake = brake
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        address = CLIENT_ADDRESS.get()
+        return await anyio.to_thread.run_sync(
+            self._brake.attempt, address, token, lambda: self._check(token)
+        )
+
+    def _check(self, token: str) -> AccessToken | None:
         if hmac.compare_digest(token.encode(), self._admin.encode()):
             return AccessToken(token=token, client_id=ADMIN_CLIENT, scopes=["admin"])
-        key = await anyio.to_thread.run_sync(self._keys.authenticate, token)
+        key = self._keys.authenticate(token)
         if key is None:
             return None
         return AccessToken(token=token, client_id=key.id, scopes=["memory"])
+
+
+class ClientAddress:
+    """ASGI middleware: names the client for the token check, and answers the brake's Held
+    with 429 and Retry-After (in our one error shape)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        marker = CLIENT_ADDRESS.set(client[0] if client else None)
+        try:
+            await self.app(scope, receive, send)
+        except Held as held:
+            message = "Too many wrong tokens from this address: slow down."
+            response = JSONResponse(
+                error_payload(429, message),
+                status_code=429,
+                headers={"Retry-After": str(held.retry_after)},
+            )
+            await response(scope, receive, send)
+        finally:
+            CLIENT_ADDRESS.reset(marker)
 
 
 def current_caller(stdio_caller: Caller | None) -> Caller:

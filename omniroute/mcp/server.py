@@ -46,7 +46,9 @@ def build_server(
     server = MCPServer(
         "omniroute-memory",
         instructions="Search, add, correct and clear the memories of your OmniRoute key.",
-        token_verifier=GatewayTokenVerifier(config["OMNIROUTE_ADMIN_TOKEN"], svc.keys),
+        token_verifier=GatewayTokenVerifier(
+            config["OMNIROUTE_ADMIN_TOKEN"], svc.keys, svc.guess_brake
+        ),
         auth=AuthSettings(
             issuer_url=base_url,
             resource_server_url=f"{base_url}/mcp",

@@ -116,9 +116,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "OMNIROUTE_SECRET_KEY",
         None,
-        "Signs the studio's session cookies. Unset: generated on first start and kept in "
-        "`<DATA_DIR>/secret_key` (mode 0600). Set the same value on every web process that "
-        "does not share DATA_DIR.",
+        "Signs the studio's session cookies and seals provider API keys in the database. "
+        "Unset: generated on first start and kept in `<DATA_DIR>/secret_key` (mode 0600). "
+        "Set the same value on every process that does not share DATA_DIR; a new value makes "
+        "the stored provider keys unreadable (set them again).",
         _optional,
     ),
     Setting(

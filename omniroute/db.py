@@ -61,6 +61,19 @@ def casefold(value: object) -> str | None:
     return value.casefold() if isinstance(value, str) else None
 
 
+def _keep_private(path: str) -> None:
+    """Create the database file 0600 (its WAL and SHM files take the same mode from it), and
+    make an older one 0600 too: it holds memories, hashed keys and sealed provider keys."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(descriptor)
+    for candidate in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            if os.stat(candidate).st_mode & 0o077:
+                os.chmod(candidate, 0o600)
+        except FileNotFoundError:
+            continue
+
+
 def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
     engine = engine_ref()
     if engine is not None:
@@ -74,6 +87,7 @@ class Database:
             raise ValueError(f"unsupported DATABASE_URL {url!r}: use sqlite:///path/to/file.db")
         if parsed.database != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
+            _keep_private(parsed.database)
         self.vectors = VectorSupport()
         self.write_wait_seconds = write_wait_seconds
         self._busy_timeout_ms = max(1, min(BUSY_TIMEOUT_MS, int(write_wait_seconds * 1000)))

@@ -40,6 +40,8 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     migrate.upgrade(database)
     svc = Services.build(app, database)
     svc.install(app)
+    if sealed := svc.providers.seal_plain_keys():
+        logging.getLogger(__name__).info("sealed %d provider API keys stored in plain text", sealed)
 
     errors.register_error_handlers(app)
     headers.init_app(app)

@@ -25,6 +25,7 @@ from .memory.vectors import VectorIndex
 from .providers.client import ProviderClient
 from .providers.registry import ProviderStore
 from .queue import JobQueue
+from .sealed import SecretBox
 from .settings_store import SettingsStore
 
 _EXTENSION = "omniroute"
@@ -64,7 +65,7 @@ class Services:
         jobs = JobQueue(app, client)
         settings = SettingsStore(database)
         memory_settings = MemorySettings(settings)
-        providers = ProviderStore(database, settings)
+        providers = ProviderStore(database, settings, SecretBox(config["SECRET_KEY"]))
         # Redirects are never followed: each outbound URL is checked before it is used.
         http = httpx.Client(
             follow_redirects=False,

@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 
 from ..clock import now_iso
 from ..db import Database
+from ..sealed import SecretBox
 from ..settings_store import SettingsStore
 from ..tables import providers
 
@@ -48,9 +49,29 @@ def split_model_ref(ref: str) -> tuple[str, str]:
 
 
 class ProviderStore:
-    def __init__(self, database: Database, settings: SettingsStore) -> None:
+    def __init__(self, database: Database, settings: SettingsStore, box: SecretBox) -> None:
         self.db = database
         self.settings = settings
+        self.box = box  # API keys are stored sealed
+
+    def seal_plain_keys(self) -> int:
+        """Seal the API keys stored in plain text (by versions before sealing); return how many.
+
+        Run at every start (and by `db upgrade`): idempotent, and cheap once all are sealed.
+        """
+        with self.db.write() as conn:
+            rows = conn.execute(
+                select(providers.c.id, providers.c.api_key).where(
+                    providers.c.api_key.is_not(None), providers.c.api_key.not_like("fernet:%")
+                )
+            ).all()
+            for provider_id, plain in rows:
+                conn.execute(
+                    update(providers)
+                    .where(providers.c.id == provider_id)
+                    .values(api_key=self.box.seal(plain))
+                )
+        return len(rows)
 
     def default_id(self) -> str | None:
         """The provider of models given without a `provider/` prefix, if one is chosen."""
@@ -68,7 +89,7 @@ class ProviderStore:
     def list_providers(self) -> list[Provider]:
         with self.db.read() as conn:
             rows = conn.execute(select(providers).order_by(providers.c.id)).mappings()
-            return [_from_row(row) for row in rows]
+            return [_from_row(row, self.box) for row in rows]
 
     def get(self, provider_id: str) -> Provider | None:
         with self.db.read() as conn:
@@ -77,12 +98,12 @@ class ProviderStore:
                 .mappings()
                 .first()
             )
-        return _from_row(row) if row is not None else None
+        return _from_row(row, self.box) if row is not None else None
 
     def save(self, provider_id: str, fields: Mapping[str, Any]) -> tuple[Provider, bool]:
         """Create the provider, or change the given fields of it; return it and if created."""
         now = now_iso()
-        values = _to_columns(fields)
+        values = _to_columns(fields, self.box)
         with self.db.write() as conn:
             exists = conn.execute(
                 select(providers.c.id).where(providers.c.id == provider_id)
@@ -133,22 +154,24 @@ def resolve_model(store: ProviderStore, model: str) -> tuple[Provider, str]:
     )
 
 
-def _to_columns(fields: Mapping[str, Any]) -> dict[str, Any]:
+def _to_columns(fields: Mapping[str, Any], box: SecretBox) -> dict[str, Any]:
     columns = {}
     for name, value in fields.items():
         if name in ("models", "embedding_models"):
             value = json.dumps(value)
         elif name == "supports_system_role":
             value = int(value)
+        elif name == "api_key" and value:
+            value = box.seal(value)
         columns[name] = value
     return columns
 
 
-def _from_row(row: Mapping[str, Any]) -> Provider:
+def _from_row(row: Mapping[str, Any], box: SecretBox) -> Provider:
     return Provider(
         id=row["id"],
         base_url=row["base_url"],
-        api_key=row["api_key"],
+        api_key=box.open(row["api_key"]) if row["api_key"] else None,
         models=json.loads(row["models"]),
         embedding_models=json.loads(row["embedding_models"]),
         supports_system_role=bool(row["supports_system_role"]),

@@ -1,0 +1,45 @@
+"""Secrets sealed at rest: provider API keys are stored encrypted, never in plain text.
+
+Fernet (AES-128-CBC with HMAC-SHA256, from `cryptography`) with a key derived by HKDF from the
+app's secret key (OMNIROUTE_SECRET_KEY or DATA_DIR/secret_key). Every process that reads the
+database must therefore share that secret key. A sealed value reads `fernet:<token>`; a value
+without that prefix is an old plain one, sealed by `ProviderStore.seal_plain_keys`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+log = logging.getLogger(__name__)
+
+PREFIX = "fernet:"
+
+
+class SecretBox:
+    def __init__(self, secret_key: str) -> None:
+        derived = HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=None, info=b"omniroute/provider-api-keys"
+        ).derive(secret_key.encode("utf-8"))
+        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
+
+    def seal(self, plain: str) -> str:
+        return PREFIX + self._fernet.encrypt(plain.encode("utf-8")).decode("ascii")
+
+    def open(self, stored: str) -> str | None:
+        """The plain value; None when it was sealed with another secret key."""
+        if not is_sealed(stored):
+            return stored
+        try:
+            return self._fernet.decrypt(stored[len(PREFIX) :].encode("ascii")).decode("utf-8")
+        except InvalidToken:
+            log.warning("a stored secret was sealed with another secret key: set it again")
+            return None
+
+
+def is_sealed(stored: str) -> bool:
+    return stored.startswith(PREFIX)

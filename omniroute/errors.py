@@ -48,9 +48,17 @@ class ErrorDetailSchema(ma.Schema):
 
 
 class ErrorBodySchema(ma.Schema):
+    """An upstream's own error (relayed on /v1) may carry more fields, such as `param`."""
+
+    class Meta:
+        unknown = ma.INCLUDE
+
     message = ma.fields.String()
     type = ma.fields.String()
     details = ma.fields.List(ma.fields.Nested(ErrorDetailSchema))
+    code = ma.fields.String(
+        allow_none=True, metadata={"description": "OpenAI's error code (/v1 answers only)"}
+    )
 
 
 class ErrorSchema(ma.Schema):

@@ -80,7 +80,11 @@ class JobQueue:
         self._pool.shutdown(wait=True)
 
     def _submit(self, target: Callable[..., None], *args: Any) -> None:
-        future = self._pool.submit(target, *args)
+        try:
+            future = self._pool.submit(target, *args)
+        except RuntimeError:  # shut down: a job asked for another as the process stops
+            log.info("not queued, shutting down: %s", args[1] if len(args) > 1 else target)
+            return
         with self._lock:
             self._futures.add(future)
         future.add_done_callback(self._forget)

@@ -11,7 +11,6 @@ import uvicorn
 from a2wsgi import WSGIMiddleware
 from flask import Flask
 from starlette.applications import Starlette
-from starlette.routing import Mount
 
 from .factory import create_app
 from .mcp.auth import ClientAddress
@@ -19,11 +18,14 @@ from .mcp.server import build_server
 
 
 def asgi_app(app: Flask) -> Starlette:
-    """MCP's streamable HTTP app at /mcp, with every Flask route mounted beside it."""
+    """MCP's streamable HTTP app at /mcp, with every Flask route beside it."""
     base_url = f"http://{app.config['HOST']}:{app.config['PORT']}"
     server = build_server(app.extensions["omniroute"], app.config, base_url=base_url)
     combined = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
-    combined.routes.append(Mount("/", app=WSGIMiddleware(app, workers=app.config["WEB_THREADS"])))
+    # Flask answers whatever MCP does not: as the router's default, not a Mount("/"), whose
+    # pattern does not match a path with a newline in it (Starlette answered those with a
+    # plain-text 404 of its own).
+    combined.router.default = WSGIMiddleware(app, workers=app.config["WEB_THREADS"])
     combined.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
     return combined
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import marshmallow as ma
 from flask import Response, current_app, g, request, stream_with_context
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
@@ -19,6 +20,29 @@ from .upstream import UpstreamFailure, error_body, open_chat_completion
 blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
 GATEWAY_SECURITY = [{"gatewayKey": []}]
 INJECTED_HEADER = "x-omniroute-memories"
+# The completion is the provider's own body, relayed as it comes.
+COMPLETION_RESPONSE = {
+    "200": {
+        "description": "The provider's chat completion (OpenAI format), or its server-sent "
+        "events when `stream` is true.",
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "text/event-stream": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+class ModelSchema(ma.Schema):
+    id = ma.fields.String(metadata={"description": "provider/model"})
+    object = ma.fields.String()
+    created = ma.fields.Integer()
+    owned_by = ma.fields.String()
+
+
+class ModelListSchema(ma.Schema):
+    object = ma.fields.String()
+    data = ma.fields.List(ma.fields.Nested(ModelSchema))
 
 
 @blp.before_request
@@ -55,7 +79,7 @@ def _read_body() -> dict[str, Any]:
 
 @blp.route("/chat/completions")
 class ChatCompletions(MethodView):
-    @blp.doc(security=GATEWAY_SECURITY)
+    @blp.doc(security=GATEWAY_SECURITY, responses=COMPLETION_RESPONSE)
     def post(self):
         """Create a chat completion (OpenAI format), with memory
 
@@ -136,6 +160,7 @@ def _relay(upstream, turn: MemoryTurn):
 @blp.route("/models")
 class Models(MethodView):
     @blp.doc(security=GATEWAY_SECURITY)
+    @blp.response(200, ModelListSchema)
     def get(self):
         """List every provider's models as `provider/model` (OpenAI format)"""
         models = [

@@ -46,9 +46,16 @@ def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:
         payload = None
     if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
         error = payload["error"]
-        error.setdefault("message", f"Provider {provider.id} answered {response.status_code}.")
-        error.setdefault("type", "upstream_error")
-        error.setdefault("details", [])
+        # The provider's own words and fields stay; the ones our error shape names are made
+        # to fit it (OpenAI sends "type": null at times).
+        if not isinstance(error.get("message"), str):
+            error["message"] = f"Provider {provider.id} answered {response.status_code}."
+        if not isinstance(error.get("type"), str):
+            error["type"] = "upstream_error"
+        if not isinstance(error.get("details"), list):
+            error["details"] = []
+        if "code" in error and not isinstance(error["code"], str | None):
+            error["code"] = str(error["code"])
         return {"error": error}
     text = raw.decode("utf-8", "replace").strip()[:500]
     return {

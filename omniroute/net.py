@@ -3,14 +3,17 @@
 http(s) only; no credentials, query or fragment in the URL; cloud metadata addresses always
 refused; loopback, private and link-local addresses refused unless local URLs are allowed
 (they are by default, so that local servers such as Ollama work). Host names are resolved and
-every address they resolve to is checked. Callers must not follow redirects.
+every address they resolve to is checked; `pin_base_url` also says which checked address to
+connect to, so that a second lookup at connect time (DNS rebinding) cannot send the request
+elsewhere. Callers must not follow redirects.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
 
 METADATA_HOSTS = frozenset(
     {"metadata.google.internal", "metadata.goog", "metadata", "instance-data"}
@@ -29,6 +32,19 @@ class BlockedURL(ValueError):
     """The URL may not be used for an outbound request; the message says why."""
 
 
+@dataclass(frozen=True)
+class PinnedURL:
+    """A checked base URL and the checked address to reach it at."""
+
+    base_url: str  # as given, without a trailing slash
+    host: str  # the name to send as Host and to verify TLS against
+    connect_url: str  # base_url with the host replaced by the checked address
+
+    @property
+    def is_https(self) -> bool:
+        return self.base_url.startswith("https:")
+
+
 def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:
     """Validate an outbound base URL; return it without a trailing slash.
 
@@ -36,6 +52,23 @@ def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:
     a name that does not resolve is refused. Without it only the URL itself is checked
     (used when a provider is saved: its host may come up later).
     """
+    clean, _, _, _ = _checked(url, allow_local, resolve)
+    return clean
+
+
+def pin_base_url(url: str, *, allow_local: bool) -> PinnedURL:
+    """Validate an outbound base URL (resolving it), and pin it to the first checked address."""
+    clean, parts, host, addresses = _checked(url, allow_local, resolve=True)
+    address = addresses[0]
+    literal = f"[{address}]" if isinstance(address, ipaddress.IPv6Address) else str(address)
+    netloc = f"{literal}:{parts.port}" if parts.port is not None else literal
+    connect = parts._replace(netloc=netloc).geturl().rstrip("/")
+    return PinnedURL(base_url=clean, host=parts.netloc, connect_url=connect)
+
+
+def _checked(
+    url: str, allow_local: bool, resolve: bool
+) -> tuple[str, SplitResult, str, list[Address]]:
     if any(ord(char) < 0x21 or ord(char) == 0x7F for char in url.strip()):
         raise BlockedURL("control characters and spaces are not allowed in a URL")
     parts = urlsplit(url.strip())
@@ -53,9 +86,10 @@ def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:
     if not host:
         raise BlockedURL("the URL has no host")
     _check_name(host, allow_local)
-    for address in _addresses(host, resolve):
+    addresses = _addresses(host, resolve)
+    for address in addresses:
         _check_address(address, allow_local, host)
-    return url.strip().rstrip("/")
+    return url.strip().rstrip("/"), parts, host, addresses
 
 
 def _check_name(host: str, allow_local: bool) -> None:

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import ssl
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from omniroute.providers.client import (
     BAD_RESPONSE,
@@ -102,3 +114,102 @@ def test_the_url_guard_refuses_before_anything_is_sent(base_url, allow_local):
         with pytest.raises(ProviderError) as caught:
             guarded.open(Provider(id="p", base_url=base_url), "/chat/completions", {})
     assert caught.value.kind == REFUSED and "URL is refused" in caught.value.message
+
+
+def test_the_connection_goes_to_the_checked_address_not_a_second_lookup(upstream, monkeypatch):
+    # DNS rebinding: the guard's lookup says loopback (allowed here), a second lookup at
+    # connect time would say 127.0.0.2, where nothing listens. Only the checked address may be
+    # used, with the name kept as Host.
+    real = socket.getaddrinfo
+    answers = iter(["127.0.0.1", "127.0.0.2", "127.0.0.2"])
+    lookups = []
+
+    def rebinding(host, *args, **kwargs):
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        lookups.append(host)
+        address = next(answers)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, 0))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    port = urlsplit(upstream.base_url).port
+    provider = Provider(id="rb", base_url=f"http://rebind.test:{port}/v1", api_key="k")
+    with httpx.Client(follow_redirects=False) as http:
+        answer = ProviderClient(http, allow_local=True).post_json(
+            provider, "/embeddings", {"model": "e", "input": ["x"]}
+        )
+    assert len(answer["data"]) == 1
+    assert lookups == ["rebind.test"], "one lookup: the guard's"
+    assert upstream.requests[-1]["headers"]["Host"] == f"rebind.test:{port}"
+
+
+def test_over_tls_the_pinned_connection_still_verifies_the_name(tmp_path, monkeypatch):
+    # The URL goes to the checked address, but TLS must still check the certificate against
+    # the provider's name (sent as SNI), or pinning would break every https provider.
+    cert, key = self_signed(tmp_path, "secure.test")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoHost)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    real = socket.getaddrinfo
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, *a, **k: (
+            [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))]
+            if host == "secure.test"
+            else real(host, *a, **k)
+        ),
+    )
+    port = server.server_address[1]
+    provider = Provider(id="tls", base_url=f"https://secure.test:{port}/v1")
+    try:
+        with httpx.Client(verify=ssl.create_default_context(cafile=str(cert))) as http:
+            answer = ProviderClient(http, allow_local=True).post_json(provider, "/echo", {})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answer == {"host": f"secure.test:{port}"}
+
+
+class EchoHost(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.dumps({"host": self.headers["Host"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def self_signed(folder, name: str):
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=1))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path

@@ -1,9 +1,10 @@
 """The one way out to a provider: every outbound call (chat, embeddings, rerank) goes here.
 
 The base URL passes the outbound URL guard before each call (names are resolved and every
-address checked), the provider's key goes in a bearer header, redirects are never followed
-(the shared httpx client is built that way), and every failure becomes a ProviderError whose
-`kind` the caller maps to its own answer.
+address checked) and the connection goes to the address that was checked, with the name kept
+as Host and as the TLS server name (no second lookup, so no DNS rebinding). The provider's key
+goes in a bearer header, redirects are never followed (the shared httpx client is built that
+way), and every failure becomes a ProviderError whose `kind` the caller maps to its own answer.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from ..net import BlockedURL, check_base_url
+from ..net import BlockedURL, PinnedURL, pin_base_url
 from .registry import Provider
 
 # The kinds of ProviderError, in the order a call can meet them.
@@ -56,15 +58,23 @@ class ProviderClient:
         The caller must close it. An error status is returned, not raised: a relay passes the
         provider's own error on. Raises ProviderError when no answer came.
         """
-        base_url = self._checked(provider)
+        pinned = self._checked(provider)
         request = self._http.build_request(
             "POST",
-            f"{base_url}{path}",
+            f"{pinned.connect_url}{path}",
             json=body,
-            headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
+            headers={
+                "Host": pinned.host,
+                "Content-Type": "application/json",
+                **_auth(provider),
+                **(headers or {}),
+            },
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            extensions={"sni_hostname": urlsplit(pinned.base_url).hostname}
+            if pinned.is_https
+            else None,
         )
-        with _transport_errors(provider, base_url):
+        with _transport_errors(provider, pinned.base_url):
             return self._http.send(request, stream=True)
 
     def post_json(
@@ -73,7 +83,7 @@ class ProviderClient:
         """POST `body` and return the decoded JSON answer; any failure raises ProviderError."""
         response = self.open(provider, path, body, timeout=timeout)
         try:
-            with _transport_errors(provider, str(response.url)):
+            with _transport_errors(provider, provider.base_url):
                 response.read()
         finally:
             response.close()
@@ -88,9 +98,9 @@ class ProviderClient:
                 BAD_RESPONSE, f"Provider {provider.id} sent a body that is not JSON.", status
             ) from None
 
-    def _checked(self, provider: Provider) -> str:
+    def _checked(self, provider: Provider) -> PinnedURL:
         try:
-            return check_base_url(provider.base_url, allow_local=self._allow_local)
+            return pin_base_url(provider.base_url, allow_local=self._allow_local)
         except BlockedURL as exc:
             raise ProviderError(
                 REFUSED, f"Provider {provider.id}'s URL is refused: {exc}"

@@ -8,6 +8,7 @@ values, never objects.
 
 from __future__ import annotations
 
+from omniroute.memory.outbox import ExtractionOutbox
 from omniroute.queue import JobQueue
 
 # Queue names, in the order a worker serves them.
@@ -24,11 +25,25 @@ BACKFILL_VECTORS = "jobs.memory.backfill_vectors"
 BUILD_STATIC_MODEL = "jobs.memory.build_static_model"
 
 
-def request_extraction(
+def request_extraction(queue: JobQueue, entry_id: str) -> None:
+    """Extract the facts of one outbox row in the background (folded while one waits)."""
+    queue.enqueue(EXTRACTION_QUEUE, EXTRACT_FACTS, entry_id, unique_id=f"extract-{entry_id}")
+
+
+def request_extraction_of_text(
     queue: JobQueue, api_key_id: str, session_id: str, text: str, source: str
 ) -> None:
-    """Extract the facts of one text of a chat in the background."""
+    """Extract a text that has no outbox row (the row could not be written): the job is its
+    only record, as every extraction was before the outbox."""
     queue.enqueue(EXTRACTION_QUEUE, EXTRACT_FACTS, api_key_id, session_id, text, source)
+
+
+def requeue_stale_extractions(queue: JobQueue, outbox: ExtractionOutbox) -> int:
+    """Queue again the outbox rows whose job seems lost; return how many (the sweep)."""
+    stale = outbox.stale()
+    for entry_id in stale:
+        request_extraction(queue, entry_id)
+    return len(stale)
 
 
 def request_backfill(queue: JobQueue) -> None:

@@ -19,18 +19,29 @@ from . import request_backfill
 log = logging.getLogger(__name__)
 
 
-def extract_facts(api_key_id: str, session_id: str, text: str, source: str) -> int:
-    """Store the facts found in `text` as memories of `api_key_id`; return how many."""
-    ids = store_facts(
-        services().memories,
-        api_key_id=api_key_id,
-        session_id=session_id,
-        text=text,
-        source=source,
-    )
+def extract_facts(entry_id: str, *text_job: str) -> int:
+    """Store the facts of one extraction outbox row, and delete the row; return how many.
+
+    A job queued before the outbox (or when its row could not be written) carries the text
+    itself: (api_key_id, session_id, text, source).
+    """
+    svc = services()
+    if text_job:
+        session_id, text, source = text_job
+        count = len(
+            store_facts(
+                svc.memories,
+                api_key_id=entry_id,
+                session_id=session_id,
+                text=text,
+                source=source,
+            )
+        )
+    else:
+        count = svc.outbox.process(entry_id) or 0
     job = get_current_job()
-    log.info("job %s: %d facts from %s", job.id if job else "in-process", len(ids), source)
-    return len(ids)
+    log.info("job %s: %d facts", job.id if job else "in-process", count)
+    return count
 
 
 def backfill_vectors() -> int:

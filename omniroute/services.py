@@ -8,7 +8,7 @@ import httpx
 import redis
 from flask import Flask, current_app
 
-from jobs import request_backfill, request_static_model
+from jobs import request_backfill, request_static_model, requeue_stale_extractions
 
 from .admin_sessions import AdminSessionStore
 from .brake import GuessBrake
@@ -17,11 +17,13 @@ from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backfill import Backfill
 from .memory.embedding.sources import EmbeddingSources
+from .memory.outbox import STALE_SECONDS, ExtractionOutbox
 from .memory.rerank import Reranker
 from .memory.retrieval import RetrievalOptions, Retriever
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
 from .memory.vectors import VectorIndex
+from .periodic import Periodic
 from .providers.client import ProviderClient
 from .providers.registry import ProviderStore
 from .queue import JobQueue
@@ -36,6 +38,7 @@ UPSTREAM_CONNECT_SECONDS = 10.0
 class Services:
     db: Database
     memories: MemoryStore
+    outbox: ExtractionOutbox
     access: AccessRecorder
     vectors: VectorIndex
     embeddings: EmbeddingSources
@@ -51,6 +54,7 @@ class Services:
     redis: redis.Redis | None
     jobs: JobQueue
     http: httpx.Client
+    sweep: Periodic
 
     @classmethod
     def build(cls, app: Flask, database: Database) -> Services:
@@ -84,6 +88,12 @@ class Services:
             provider_client,
             on_static_missing=lambda: request_static_model(jobs),
         )
+        outbox = ExtractionOutbox(memories)
+        # Texts whose extraction job was lost (a Redis restart, a killed process) are queued
+        # again: at start, then every STALE_SECONDS.
+        sweep = Periodic(
+            app, "outbox-sweep", STALE_SECONDS, lambda: requeue_stale_extractions(jobs, outbox)
+        )
         options = RetrievalOptions(
             top_k=config["MEMORY_VEC_TOP_K"],
             fusion=config["MEMORY_FUSION"],
@@ -92,6 +102,7 @@ class Services:
         return cls(
             db=database,
             memories=memories,
+            outbox=outbox,
             access=AccessRecorder(memories),
             vectors=vectors,
             embeddings=embeddings,
@@ -109,9 +120,11 @@ class Services:
             redis=client,
             jobs=jobs,
             http=http,
+            sweep=sweep,
         )
 
     def close(self) -> None:
+        self.sweep.stop()
         self.access.flush()
         self.jobs.shutdown()
         self.retriever.close()

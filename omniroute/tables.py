@@ -95,3 +95,15 @@ admin_sessions = Table(
     Column("expires_at", Text, nullable=False),
     Column("revoked_at", Text),
 )
+
+extraction_outbox = Table(
+    "extraction_outbox",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("api_key_id", Text, nullable=False),
+    Column("session_id", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+    Column("requeued", Integer, nullable=False),
+)

@@ -2,16 +2,20 @@ import logging
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from rq import Queue
 from rq.registry import FailedJobRegistry
+from sqlalchemy import update
 
-from jobs import EXTRACTION_QUEUE
+from jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, requeue_stale_extractions
 from omniroute import queue
+from omniroute.clock import to_iso
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
+from omniroute.tables import extraction_outbox
 from tests import job_functions
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
 
@@ -180,3 +184,76 @@ IDLE_SECONDS = 8
 def log_text(log) -> str:
     log.seek(0)
     return log.read()
+
+
+def age_outbox(app, seconds: int = 120) -> None:
+    """Make every outbox row look `seconds` old, as if its job had been lost that long ago."""
+    svc = app.extensions["omniroute"]
+    old = to_iso(svc.memories.clock() - timedelta(seconds=seconds))
+    with svc.db.write() as conn:
+        conn.execute(update(extraction_outbox).values(created_at=old))
+
+
+def test_a_chats_texts_wait_in_the_outbox_until_their_facts_are_stored(make_app, redis_db):
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    svc = app.extensions["omniroute"]
+    chat(app, TEXT)
+    svc.jobs.wait(10)
+    assert svc.outbox.pending() == 2, "written in the request: the job only names its row"
+    job = Queue(EXTRACTION_QUEUE, connection=redis_db).jobs[0]
+    assert len(job.args) == 1, "the job carries an id, not the text"
+
+
+def test_facts_survive_a_redis_restart_between_enqueue_and_pickup(make_app, redis_db, tmp_path):
+    # Regression: jobs waiting in Redis were the only copy of a fact.
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    svc = app.extensions["omniroute"]
+    api_key_id = chat(app, TEXT)
+    svc.jobs.wait(10)
+    redis_db.flushdb()  # Redis restarted (it keeps nothing on disk): the jobs are gone
+    assert svc.outbox.pending() == 2
+    assert requeue_stale_extractions(svc.jobs, svc.outbox) == 0, "too young to be taken for lost"
+    age_outbox(app)
+    assert requeue_stale_extractions(svc.jobs, svc.outbox) == 2
+    svc.jobs.wait(10)
+    assert run_worker(tmp_path).returncode == 0
+    assert keys_of(app, api_key_id) == ["pattern:commit_before_pushing", "preference:typescript"]
+    assert svc.outbox.pending() == 0
+
+
+def test_a_job_queued_twice_stores_its_facts_once(make_app, redis_db, tmp_path):
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    svc = app.extensions["omniroute"]
+    api_key_id = chat(app, TEXT)
+    svc.jobs.wait(10)
+    age_outbox(app)
+    requeue_stale_extractions(svc.jobs, svc.outbox)  # while the first jobs still wait: folded
+    svc.jobs.wait(10)
+    assert Queue(EXTRACTION_QUEUE, connection=redis_db).count == 2
+    assert run_worker(tmp_path).returncode == 0
+    assert keys_of(app, api_key_id) == ["pattern:commit_before_pushing", "preference:typescript"]
+    history = [len(svc.memories.history(m.id)) for m in svc.memories.find(MemoryFilter())]
+    assert history == [1, 1], "one create each, no second write"
+
+
+def test_without_redis_a_restarted_process_extracts_what_the_last_one_left(make_app, tmp_path):
+    first = make_app()
+    svc = first.extensions["omniroute"]
+    key, _ = svc.keys.create("crash")
+    svc.outbox.put(key.id, "s1", [(TEXT, "user_message")])  # written, never run: a crash
+    age_outbox(first)
+    second = make_app()  # the next start sweeps at once
+    found = eventually(lambda: keys_of(second, key.id))
+    assert found == ["pattern:commit_before_pushing", "preference:typescript"]
+    assert second.extensions["omniroute"].outbox.pending() == 0
+
+
+def test_a_job_queued_before_the_outbox_still_extracts(make_app, redis_db, tmp_path):
+    # A deploy leaves old jobs in Redis; they carry the text itself.
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    key, _ = app.extensions["omniroute"].keys.create("old")
+    Queue(EXTRACTION_QUEUE, connection=redis_db).enqueue(
+        EXTRACT_FACTS, key.id, "s1", TEXT, "user_message"
+    )
+    assert run_worker(tmp_path).returncode == 0
+    assert keys_of(app, key.id) == ["pattern:commit_before_pushing", "preference:typescript"]

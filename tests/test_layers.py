@@ -22,6 +22,7 @@ LAYERS = {
     "omniroute.memory": 1,  # the core
     "omniroute.services": 2,  # wiring
     "omniroute.queue": 2,
+    "omniroute.periodic": 2,
     "omniroute.auth": 2,
     "jobs": 2,
     "jobs.worker": 2,

@@ -16,7 +16,10 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
+
+from sqlalchemy import Connection
 
 from ..clock import now_iso
 from .patterns import CATEGORIES, CATEGORY_TYPES, PATTERNS
@@ -110,9 +113,18 @@ def _candidates(text: str) -> Iterator[Fact]:
 
 
 def store_facts(
-    store: MemoryStore, *, api_key_id: str, session_id: str, text: str, source: str
+    store: MemoryStore,
+    *,
+    api_key_id: str,
+    session_id: str,
+    text: str,
+    source: str,
+    connection: Connection | None = None,
 ) -> list[str]:
-    """Extract facts from `text` and upsert them as `api_key_id`'s memories; return their ids."""
+    """Extract facts from `text` and upsert them as `api_key_id`'s memories; return their ids.
+
+    In the caller's transaction when given `connection` (the caller then notifies the store).
+    """
     if not (text and api_key_id and session_id):
         return []
     facts = extract_facts(text)
@@ -120,7 +132,7 @@ def store_facts(
         return []
     extracted_at = now_iso()
     ids = []
-    with store.db.write() as conn:
+    with nullcontext(connection) if connection is not None else store.db.write() as conn:
         for fact in facts:
             memory, _ = store.create(
                 api_key_id=api_key_id,
@@ -137,5 +149,6 @@ def store_facts(
                 connection=conn,
             )
             ids.append(memory.id)
-    store.notify_write()
+    if connection is None:
+        store.notify_write()
     return ids

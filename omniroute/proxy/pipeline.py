@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Request
 
-from jobs import request_extraction
+from jobs import request_extraction, request_extraction_of_text
 
 from ..memory.budget import within_budget
 from ..providers.registry import Provider
 from ..services import Services
 from .conversation import last_user_text
 from .injection import inject, render
+
+log = logging.getLogger(__name__)
 
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
@@ -69,9 +72,23 @@ class MemoryTurn:
         )
 
     def finish(self, svc: Services, reply: str) -> None:
-        """After a successful answer: extract facts from the user's message and the reply."""
+        """After a successful answer: extract facts from the user's message and the reply.
+
+        The texts go to the extraction outbox first (in this request), so that no lost job
+        can lose them; should that write fail, the jobs carry the texts themselves.
+        """
         if not self.enabled:
             return
-        for text, source in ((self.user_text, "user_message"), (reply, "llm_response")):
-            if text.strip():
-                request_extraction(svc.jobs, self.api_key_id, self.session_id, text, source)
+        texts = [(self.user_text, "user_message"), (reply, "llm_response")]
+        try:
+            entries = svc.outbox.put(self.api_key_id, self.session_id, texts)
+        except Exception:
+            log.exception("extraction outbox not written; the jobs carry the texts")
+            for text, source in texts:
+                if text.strip():
+                    request_extraction_of_text(
+                        svc.jobs, self.api_key_id, self.session_id, text, source
+                    )
+            return
+        for entry_id in entries:
+            request_extraction(svc.jobs, entry_id)

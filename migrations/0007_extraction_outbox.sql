@@ -1,0 +1,13 @@
+-- Texts of a chat waiting for fact extraction. Written in the chat request, deleted in the
+-- transaction that stores their facts: a job only names its row, so a job lost with a Redis
+-- restart loses nothing (the sweep queues the row again).
+CREATE TABLE extraction_outbox (
+    id TEXT PRIMARY KEY,
+    api_key_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    requeued INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX extraction_outbox_age ON extraction_outbox (created_at);

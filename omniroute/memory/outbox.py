@@ -1,0 +1,99 @@
+"""The extraction outbox: a chat's texts wait in the database until their facts are stored.
+
+The request writes the rows (one per text) and a job names one by id; the job stores the
+facts and deletes the row in one transaction. A job that is lost (a Redis restart, a killed
+process) leaves its row, and `stale` finds it for the sweep to queue again. Running a row
+twice is harmless: facts are upserts, and a deleted row is simply gone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+
+from sqlalchemy import delete, func, insert, select, update
+
+from ..clock import to_iso
+from ..tables import extraction_outbox
+from .extraction import MAX_TEXT_CHARS, store_facts
+from .store import MemoryStore
+
+# How old a row must be before the sweep takes its job for lost.
+STALE_SECONDS = 60
+# A row queued this many times by the sweep without success stays for a person to look at.
+MAX_REQUEUES = 10
+
+
+class ExtractionOutbox:
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def put(self, api_key_id: str, session_id: str, texts: Sequence[tuple[str, str]]) -> list[str]:
+        """Keep (text, source) pairs for extraction; return their row ids."""
+        rows = [
+            {
+                "id": str(uuid.uuid4()),
+                "api_key_id": api_key_id,
+                "session_id": session_id,
+                "source": source,
+                "text": text[-MAX_TEXT_CHARS:],  # all that extraction reads
+                "created_at": self.store.now(),
+                "requeued": 0,
+            }
+            for text, source in texts
+            if text.strip()
+        ]
+        if rows:
+            with self.store.db.write() as conn:
+                conn.execute(insert(extraction_outbox), rows)
+        return [row["id"] for row in rows]
+
+    def process(self, entry_id: str) -> int | None:
+        """Store the facts of one row and delete it; the number of facts, None if it is gone."""
+        with self.store.db.write() as conn:
+            row = conn.execute(
+                select(extraction_outbox).where(extraction_outbox.c.id == entry_id)
+            ).first()
+            if row is None:
+                return None
+            ids = store_facts(
+                self.store,
+                api_key_id=row.api_key_id,
+                session_id=row.session_id,
+                text=row.text,
+                source=row.source,
+                connection=conn,
+            )
+            conn.execute(delete(extraction_outbox).where(extraction_outbox.c.id == entry_id))
+        if ids:
+            self.store.notify_write()
+        return len(ids)
+
+    def stale(self, older_than: float = STALE_SECONDS, limit: int = 500) -> list[str]:
+        """Rows older than `older_than` seconds (their job is likely lost), oldest first;
+        each is counted as queued again."""
+        cutoff = to_iso(self.store.clock() - timedelta(seconds=older_than))
+        with self.store.db.write() as conn:
+            ids = list(
+                conn.execute(
+                    select(extraction_outbox.c.id)
+                    .where(
+                        extraction_outbox.c.created_at < cutoff,
+                        extraction_outbox.c.requeued < MAX_REQUEUES,
+                    )
+                    .order_by(extraction_outbox.c.created_at)
+                    .limit(limit)
+                ).scalars()
+            )
+            if ids:
+                conn.execute(
+                    update(extraction_outbox)
+                    .where(extraction_outbox.c.id.in_(ids))
+                    .values(requeued=extraction_outbox.c.requeued + 1)
+                )
+        return ids
+
+    def pending(self) -> int:
+        with self.store.db.read() as conn:
+            return conn.execute(select(func.count()).select_from(extraction_outbox)).scalar_one()

@@ -180,3 +180,18 @@ def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page
     settings = svc.memory_settings.get()
     assert (settings["embeddingSource"], settings["staticEnabled"]) == ("auto", False)
     assert settings["transformersEnabled"] is True
+
+
+# Here, with the other browser tests: Playwright's session-wide browser runs an event loop
+# in this thread, which the asyncio tests of other modules must not meet.
+def test_the_api_docs_render_under_their_policy(browser, gateway):
+    context = browser.new_context()
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(f"{gateway.url}/docs")
+    page.wait_for_selector(".opblock-tag", timeout=20_000)
+    assert page.locator(".opblock").count() > 20  # every operation of the spec
+    assert problems == []
+    context.close()

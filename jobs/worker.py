@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import redis
 from flask import Flask
-from rq import Worker
+from rq.worker import HerokuWorker
 
 from . import QUEUES
 
@@ -29,6 +29,8 @@ def run_worker(app: Flask, *, burst: bool = False) -> None:
         )
     connection = worker_connection(app.config["REDIS_URL"])
     with app.app_context():
-        worker = Worker(list(QUEUES), connection=connection)
+        # On SIGTERM (a platform's restart or deploy) the current job is stopped within 6 s
+        # and fails into its retries, well inside the 30 s before SIGKILL: it runs again.
+        worker = HerokuWorker(list(QUEUES), connection=connection)
         worker.work(burst=burst, logging_level=app.config["LOG_LEVEL"], with_scheduler=True)
     connection.close()

@@ -86,7 +86,14 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("HOST", "127.0.0.1", "Address the web process listens on."),
+    Setting(
+        "HOST",
+        None,
+        "Address the web process listens on. Unset: `127.0.0.1`, or `0.0.0.0` when `PORT` is "
+        "set, as a platform that assigns the port (Heroku and the like) routes to it from "
+        "outside.",
+        default_doc="`127.0.0.1` (`0.0.0.0` when `PORT` is set)",
+    ),
     Setting("PORT", 20128, "Port the web process listens on.", _port),
     Setting(
         "DATA_DIR",
@@ -266,6 +273,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
             values[setting.name] = setting.parse(raw)
         except ValueError as exc:
             raise ConfigError(f"{setting.name}={raw!r} is invalid: {exc}") from None
+    if values["HOST"] is None:
+        values["HOST"] = "0.0.0.0" if (environ.get("PORT") or "").strip() else "127.0.0.1"
     return values
 
 

@@ -1,5 +1,7 @@
 """Job functions for the queue tests; module-level so that an RQ worker can import them."""
 
+import time
+
 CALLS: list[str] = []
 
 
@@ -12,3 +14,8 @@ def fails_twice(label: str) -> None:
     CALLS.append(label)
     if CALLS.count(label) <= 2:
         raise RuntimeError("not yet")
+
+
+def sleeps(seconds: float) -> None:
+    """A job that runs long enough to be caught by a shutdown."""
+    time.sleep(seconds)

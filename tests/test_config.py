@@ -25,6 +25,12 @@ def test_defaults_are_the_documented_embedded_ones():
     assert values["MAX_BODY_BYTES"] == 1024 * 1024
 
 
+def test_the_web_process_listens_beyond_loopback_only_where_a_platform_sets_port():
+    assert load_settings({})["HOST"] == "127.0.0.1"
+    assert load_settings({"PORT": "5000"})["HOST"] == "0.0.0.0"
+    assert load_settings({"PORT": "5000", "HOST": "127.0.0.1"})["HOST"] == "127.0.0.1"
+
+
 def test_database_url_defaults_to_a_sqlite_file_in_the_data_dir():
     url = database_url({"DATA_DIR": "./somewhere", "DATABASE_URL": None})
     assert url == f"sqlite:///{os.path.abspath('./somewhere')}/omniroute.db"

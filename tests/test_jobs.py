@@ -1,4 +1,5 @@
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from rq import Queue
+from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 from sqlalchemy import update
 
@@ -257,3 +259,34 @@ def test_a_job_queued_before_the_outbox_still_extracts(make_app, redis_db, tmp_p
     )
     assert run_worker(tmp_path).returncode == 0
     assert keys_of(app, key.id) == ["pattern:commit_before_pushing", "preference:typescript"]
+
+
+def test_sigterm_stops_the_running_job_within_the_platforms_grace_and_it_runs_again(
+    make_app, redis_db, tmp_path
+):
+    # A platform restarts or deploys with SIGTERM, then SIGKILL 30 s later: the worker
+    # (RQ's HerokuWorker) stops the job in time, and its retries bring it back.
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    jobs = app.extensions["omniroute"].jobs
+    job_id = jobs.enqueue("default", job_functions.sleeps, 120)
+    jobs.wait(10)
+    with (tmp_path / "worker.log").open("w+") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "app", "worker"],
+            cwd=ROOT,
+            env=environment(DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            status = lambda: Job.fetch(job_id, connection=redis_db).get_status()  # noqa: E731
+            assert eventually(lambda: status() == JobStatus.STARTED, timeout=30), log_text(log)
+            stopped_at = time.monotonic()
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=30)
+            assert time.monotonic() - stopped_at < 25, log_text(log)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    assert status() in (JobStatus.SCHEDULED, JobStatus.QUEUED), "it will run again"

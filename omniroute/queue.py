@@ -13,13 +13,13 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import redis
 from flask import Flask
-from rq import Queue, Retry
+from rq import Queue, Retry, Worker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import import_attribute
@@ -33,9 +33,12 @@ RESULT_TTL = 3600
 
 
 class JobQueue:
-    def __init__(self, app: Flask, connection: redis.Redis | None) -> None:
+    def __init__(
+        self, app: Flask, connection: redis.Redis | None, queue_names: Sequence[str] = ()
+    ) -> None:
         self._app = app
         self._redis = connection
+        self._queue_names = tuple(queue_names)  # reported by status()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="omniroute-job")
         self._futures: set[Future] = set()
         self._waiting: set[str] = set()
@@ -70,6 +73,36 @@ class JobQueue:
         with self._lock:
             pending = set(self._futures)
         wait(pending, timeout=timeout)
+
+    def status(self) -> dict[str, Any]:
+        """Where jobs run: in this process, or on RQ with its workers (their heartbeats) and
+        the jobs waiting on each queue. Redis being down is reported, not raised."""
+        if self._redis is None:
+            return {"backend": "in-process", "available": True, "reason": None, "workers": []}
+        try:
+            workers = [
+                {
+                    "name": worker.name,
+                    "state": worker.get_state(),
+                    "queues": worker.queue_names(),
+                    "lastHeartbeat": worker.last_heartbeat.isoformat()
+                    if worker.last_heartbeat
+                    else None,
+                }
+                for worker in Worker.all(connection=self._redis)
+            ]
+            queued = {name: Queue(name, connection=self._redis).count for name in self._queue_names}
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            reason = f"Redis unavailable, jobs run in-process: {type(exc).__name__}"
+            return {"backend": "rq", "available": False, "reason": reason, "workers": []}
+        reason = None if workers else "no worker is running: jobs wait in Redis"
+        return {
+            "backend": "rq",
+            "available": bool(workers),
+            "reason": reason,
+            "workers": workers,
+            "queued": queued,
+        }
 
     def busy(self) -> bool:
         """Whether a job submitted here has yet to be handed on or run."""

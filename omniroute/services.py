@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import redis
 from flask import Flask, current_app
 
-from jobs import request_backfill, request_static_model, requeue_stale_extractions
+from jobs import QUEUES, request_backfill, request_static_model, requeue_stale_extractions
 
 from .admin_sessions import AdminSessionStore
 from .brake import GuessBrake
@@ -17,6 +18,7 @@ from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backfill import Backfill
 from .memory.embedding.sources import EmbeddingSources
+from .memory.engine_status import engine_status
 from .memory.outbox import STALE_SECONDS, ExtractionOutbox
 from .memory.rerank import Reranker
 from .memory.retrieval import RetrievalOptions, Retriever
@@ -66,7 +68,7 @@ class Services:
             client = redis.Redis.from_url(
                 config["REDIS_URL"], socket_connect_timeout=2, socket_timeout=5
             )
-        jobs = JobQueue(app, client)
+        jobs = JobQueue(app, client, QUEUES)
         settings = SettingsStore(database)
         memory_settings = MemorySettings(settings)
         providers = ProviderStore(database, settings, SecretBox(config["SECRET_KEY"]))
@@ -122,6 +124,12 @@ class Services:
             http=http,
             sweep=sweep,
         )
+
+    def engine_report(self) -> dict[str, Any]:
+        """The engine's status with the job queue's beside it (engine-status, the studio)."""
+        report = engine_status(self.retriever, self.backfill, self.memory_settings.get())
+        report["jobs"] = {**self.jobs.status(), "extractionOutbox": self.outbox.pending()}
+        return report
 
     def close(self) -> None:
         self.sweep.stop()

@@ -167,6 +167,9 @@ def test_a_long_lived_worker_idle_past_every_timeout_still_takes_the_next_job(
         )
         try:
             assert eventually(lambda: "Listening on" in log_text(log), timeout=30), log_text(log)
+            jobs = app.extensions["omniroute"].engine_report()["jobs"]
+            assert (jobs["backend"], jobs["available"], len(jobs["workers"])) == ("rq", True, 1)
+            assert jobs["workers"][0]["lastHeartbeat"], "the worker's heartbeat is its probe"
             time.sleep(IDLE_SECONDS)
             assert worker.poll() is None, log_text(log)
             api_key_id = chat(app, TEXT)
@@ -290,3 +293,17 @@ def test_sigterm_stops_the_running_job_within_the_platforms_grace_and_it_runs_ag
                 worker.kill()
                 worker.wait()
     assert status() in (JobStatus.SCHEDULED, JobStatus.QUEUED), "it will run again"
+
+
+def test_the_engine_status_says_where_jobs_run(make_app, redis_db):
+    in_process = make_app().extensions["omniroute"].engine_report()["jobs"]
+    assert (in_process["backend"], in_process["available"]) == ("in-process", True)
+    assert in_process["extractionOutbox"] == 0
+    waiting = make_app(REDIS_URL=REDIS_TEST_URL)
+    chat(waiting, TEXT)
+    waiting.extensions["omniroute"].jobs.wait(10)
+    report = waiting.extensions["omniroute"].engine_report()["jobs"]
+    assert report["available"] is False and report["reason"].startswith("no worker")
+    assert report["queued"]["extraction"] == 2 and report["extractionOutbox"] == 2
+    down = make_app(REDIS_URL="redis://127.0.0.1:1/0").extensions["omniroute"].engine_report()
+    assert down["jobs"]["reason"].startswith("Redis unavailable, jobs run in-process")

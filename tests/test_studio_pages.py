@@ -207,7 +207,7 @@ class TestPlaygroundTab:
 class TestEngineTab:
     def test_shows_the_chips_the_progress_and_the_settings_forms(self, populated, studio):
         page = studio.get("/dashboard/memory?tab=engine").text
-        for chip in ("Keyword", "Embedding", "Vector store", "Rerank"):
+        for chip in ("Keyword", "Embedding", "Vector store", "Rerank", "Jobs"):
             assert f"<strong>{chip}</strong>" in page
         assert "Memories with a vector: 0 of 3" in page  # nothing embedded: no source is on
         assert re.search(r'id="engine-status"[^>]*data-poll="5000"', page, re.S)

@@ -10,7 +10,6 @@ from marshmallow.validate import Length, OneOf, Range
 from jobs import request_backfill
 
 from ..fields import StrictBoolean
-from ..memory.engine_status import engine_status
 from ..memory.preview import preview_retrieval
 from ..memory.retrieval import STRATEGIES
 from ..memory.settings import MAX_BUDGET_TOKENS
@@ -101,9 +100,13 @@ class RetrievePreview(MethodView):
 class EngineStatus(MethodView):
     @blp.response(200)
     def get(self):
-        """Show the engine: keyword index, embedding source, vector store and backfill"""
-        svc = services()
-        return engine_status(svc.retriever, svc.backfill, svc.memory_settings.get())
+        """Show the engine: keyword index, embedding source, vector store, backfill and jobs
+
+        `jobs` says where background jobs run (in this process, or RQ with each worker's
+        heartbeat and the jobs waiting per queue) and how many chat texts wait in the
+        extraction outbox.
+        """
+        return services().engine_report()
 
 
 @blp.route("/embedding-providers")

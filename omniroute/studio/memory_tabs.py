@@ -9,7 +9,6 @@ from typing import Any
 import marshmallow as ma
 from flask import url_for
 
-from ..memory.engine_status import engine_status
 from ..memory.listing import ListingQuery, filters_from, listing
 from ..memory.preview import preview_retrieval
 from ..memory.retrieval import STRATEGIES
@@ -102,8 +101,8 @@ def playground_tab(
     }
 
 
-def engine_tab(svc: Services, settings: dict) -> dict[str, Any]:
-    status = engine_status(svc.retriever, svc.backfill, settings)
+def engine_tab(svc: Services) -> dict[str, Any]:
+    status = svc.engine_report()
     vectors = status["vectorStore"]
     total = vectors["memoryCount"]
     embedded = max(total - vectors["needsReindex"], 0)

@@ -25,7 +25,7 @@ def memory():
     elif tab == "playground":
         details = playground_tab(svc, request.args, settings, all_keys)
     else:
-        details = engine_tab(svc, settings)
+        details = engine_tab(svc)
     return render_template(
         "studio/memory.html",
         tab=tab,

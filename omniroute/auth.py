@@ -95,6 +95,14 @@ def init_app(app: Flask) -> None:
     config["SECRET_KEY"] = ensure_secret(
         config["OMNIROUTE_SECRET_KEY"], config["DATA_DIR"], SECRET_KEY_FILE_NAME
     )
+    if config["REDIS_URL"] and not config["OMNIROUTE_SECRET_KEY"]:
+        # With Redis there are other processes (a worker at least), perhaps on other disks.
+        log.warning(
+            "OMNIROUTE_SECRET_KEY is not set: this process uses %s, which seals provider keys "
+            "and signs logins; give every process that does not share this DATA_DIR the same "
+            "value in OMNIROUTE_SECRET_KEY",
+            Path(config["DATA_DIR"]).resolve() / SECRET_KEY_FILE_NAME,
+        )
     config.update(
         SESSION_COOKIE_NAME="omniroute_session",
         SESSION_COOKIE_HTTPONLY=True,

@@ -27,3 +27,18 @@ def test_later_starts_reuse_the_stored_token(tmp_path):
     first = ensure_admin_token(None, str(tmp_path))
     assert ensure_admin_token(None, str(tmp_path)) == first
     assert len(first) > 40
+
+
+def test_with_redis_a_process_without_a_shared_secret_key_says_so(tmp_path, caplog):
+    # Several processes (a worker at least) must unseal the same provider keys.
+    with caplog.at_level(logging.WARNING):
+        app = create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "OMNIROUTE_ADMIN_TOKEN": "t",
+                "REDIS_URL": "redis://127.0.0.1:1/0",
+            }
+        )
+    assert "OMNIROUTE_SECRET_KEY is not set" in caplog.text
+    assert app.config["SECRET_KEY"] not in caplog.text, "the key itself is never logged"
+    app.extensions["omniroute"].close()

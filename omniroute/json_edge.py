@@ -22,6 +22,10 @@ from .errors import abort_invalid
 MAX_DEPTH = 200
 
 
+TOO_DEEP = f"The JSON body is nested more than {MAX_DEPTH} levels deep."
+LONE_SURROGATE = "Contains an unpaired surrogate (\\ud800-\\udfff): not valid text."
+
+
 def check_json_body() -> None:
     """before_request: refuse a JSON body nested too deeply or holding a lone surrogate."""
     if not request.is_json:
@@ -32,41 +36,42 @@ def check_json_body() -> None:
     try:
         body = json.loads(raw)
     except RecursionError:
-        raise BadRequest(f"The JSON body is nested more than {MAX_DEPTH} levels deep.") from None
+        raise BadRequest(TOO_DEEP) from None
     except ValueError:
         return
     problem = find_problem(body)
-    if problem is None:
-        return
-    path, message = problem
-    if message is None:
-        raise BadRequest(f"The JSON body is nested more than {MAX_DEPTH} levels deep.")
-    abort_invalid(path or "body", message)
+    if problem == TOO_DEEP:
+        raise BadRequest(TOO_DEEP)
+    if problem is not None:
+        abort_invalid(problem, LONE_SURROGATE)
 
 
-def find_problem(value: Any) -> tuple[str, str | None] | None:
-    """The path of the first lone surrogate (with a message), or of a too-deep value (None).
+def find_problem(value: Any) -> str | None:
+    """TOO_DEEP, or the path of the first string (or key) with a lone surrogate, or None.
 
     Walks without recursion, so no depth of nesting can overflow the stack here.
     """
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    stack: list[tuple[Any, str, int]] = [(value, "body", 0)]
     while stack:
         item, path, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return path, None
+            return TOO_DEEP
         if isinstance(item, str):
             if _has_lone_surrogate(item):
-                return path, "Contains an unpaired surrogate (\\ud800-\\udfff): not valid text."
+                return path
         elif isinstance(item, dict):
             for key, child in item.items():
-                child_path = f"{path}.{key}" if path else str(key)
                 if _has_lone_surrogate(key):
-                    return path or "body", "A key contains an unpaired surrogate: not valid text."
-                stack.append((child, child_path, depth + 1))
+                    return path
+                stack.append((child, _join(path, key), depth + 1))
         elif isinstance(item, list):
             for index, child in enumerate(item):
-                stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
+                stack.append((child, _join(path, index), depth + 1))
     return None
+
+
+def _join(path: str, name: object) -> str:
+    return str(name) if path == "body" else f"{path}.{name}"
 
 
 def _has_lone_surrogate(text: str) -> bool:

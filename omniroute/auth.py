@@ -89,19 +89,22 @@ class SessionInterface(SecureCookieSessionInterface):
 def init_app(app: Flask) -> None:
     """Read or generate the admin token and the session key; configure the session cookie."""
     config = app.config
+    configured = {name: config[name] for name in ("OMNIROUTE_ADMIN_TOKEN", "OMNIROUTE_SECRET_KEY")}
     config["OMNIROUTE_ADMIN_TOKEN"] = ensure_admin_token(
         config["OMNIROUTE_ADMIN_TOKEN"], config["DATA_DIR"]
     )
     config["SECRET_KEY"] = ensure_secret(
         config["OMNIROUTE_SECRET_KEY"], config["DATA_DIR"], SECRET_KEY_FILE_NAME
     )
-    if config["REDIS_URL"] and not config["OMNIROUTE_SECRET_KEY"]:
+    unshared = [name for name, value in configured.items() if not value]
+    if config["REDIS_URL"] and unshared:
         # With Redis there are other processes (a worker at least), perhaps on other disks.
         log.warning(
-            "OMNIROUTE_SECRET_KEY is not set: this process uses %s, which seals provider keys "
-            "and signs logins; give every process that does not share this DATA_DIR the same "
-            "value in OMNIROUTE_SECRET_KEY",
-            Path(config["DATA_DIR"]).resolve() / SECRET_KEY_FILE_NAME,
+            "%s not set: this process keeps its own in %s; give every process that does not "
+            "share this DATA_DIR the same values in the environment (the secret key seals "
+            "provider keys and signs logins, the admin token lets the admin in)",
+            " and ".join(unshared),
+            Path(config["DATA_DIR"]).resolve(),
         )
     config.update(
         SESSION_COOKIE_NAME="omniroute_session",

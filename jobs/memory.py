@@ -10,7 +10,11 @@ import logging
 from flask import current_app
 from rq import get_current_job
 
-from omniroute.memory.embedding.static_model import BuildInProgress, build_default_static
+from omniroute.memory.embedding.static_model import (
+    BuildInProgress,
+    build_default_static,
+    default_static_path,
+)
 from omniroute.memory.extraction import store_facts
 from omniroute.services import services
 
@@ -59,12 +63,19 @@ def backfill_vectors() -> int:
 
 
 def build_static_model() -> str | None:
-    """Distill the default static embedding model, then embed the memories with it."""
-    try:
-        path = build_default_static(current_app.config["DATA_DIR"])
-    except BuildInProgress as exc:
-        log.info("static model: %s; leaving it to that build", exc)
-        return None
-    log.info("static embedding model ready at %s", path)
-    request_backfill(services().jobs)
-    return str(path)
+    """Distill the default static embedding model, keep it in the database for every process,
+    then embed the memories with it. A model another process built is restored instead."""
+    svc = services()
+    target = default_static_path(current_app.config["DATA_DIR"])
+    if svc.shared_models.restore(target):
+        log.info("static embedding model restored from the database into %s", target)
+    else:
+        try:
+            build_default_static(current_app.config["DATA_DIR"])
+        except BuildInProgress as exc:
+            log.info("static model: %s; leaving it to that build", exc)
+            return None
+        svc.shared_models.publish(target)
+        log.info("static embedding model built into %s and kept in the database", target)
+    request_backfill(svc.jobs)
+    return str(target)

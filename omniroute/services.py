@@ -17,6 +17,7 @@ from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backfill import Backfill
+from .memory.embedding.shared_models import SharedModels
 from .memory.embedding.sources import EmbeddingSources
 from .memory.engine_status import engine_status
 from .memory.outbox import STALE_SECONDS, ExtractionOutbox
@@ -44,6 +45,7 @@ class Services:
     access: AccessRecorder
     vectors: VectorIndex
     embeddings: EmbeddingSources
+    shared_models: SharedModels
     backfill: Backfill
     retriever: Retriever
     keys: ApiKeyStore
@@ -83,12 +85,14 @@ class Services:
             http, allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
         )
         vectors = VectorIndex(config["MEMORY_VEC_QUANTIZATION"])
+        shared_models = SharedModels(database)
         memories = MemoryStore(database, vectors=vectors, on_write=lambda: request_backfill(jobs))
         embeddings = EmbeddingSources(
             config,
             providers,
             provider_client,
             on_static_missing=lambda: request_static_model(jobs),
+            shared=shared_models,
         )
         outbox = ExtractionOutbox(memories)
         # Texts whose extraction job was lost (a Redis restart, a killed process) are queued
@@ -108,6 +112,7 @@ class Services:
             access=AccessRecorder(memories),
             vectors=vectors,
             embeddings=embeddings,
+            shared_models=shared_models,
             backfill=Backfill(memories, vectors, embeddings, memory_settings),
             retriever=Retriever(
                 memories, vectors, embeddings, Reranker(providers, provider_client), options

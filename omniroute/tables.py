@@ -4,7 +4,7 @@ Queries written against these stay portable; SQLite-only SQL (FTS5, vec0, pragma
 behind small named functions in the modules that need it.
 """
 
-from sqlalchemy import Column, Computed, Integer, MetaData, Table, Text
+from sqlalchemy import Column, Computed, Integer, LargeBinary, MetaData, Table, Text
 
 metadata = MetaData()
 
@@ -106,4 +106,12 @@ extraction_outbox = Table(
     Column("text", Text, nullable=False),
     Column("created_at", Text, nullable=False),
     Column("requeued", Integer, nullable=False),
+)
+
+model_files = Table(
+    "model_files",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("archive", LargeBinary, nullable=False),
+    Column("created_at", Text, nullable=False),
 )

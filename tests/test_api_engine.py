@@ -177,3 +177,4 @@ def test_enabling_static_builds_its_model_then_embeds_in_the_background(app):
 
     assert eventually(lambda: status()["vectorStore"]["rowCount"] == 1, 180, interval=0.5)
     assert status()["embedding"]["source"] == "static"
+    assert status()["embedding"]["staticModel"]["inDatabase"], "kept for every process"

@@ -1,12 +1,16 @@
 """Embedding sources with the real packaged models, the cache, and the remote source."""
 
+import io
 import time
+import zipfile
 
 import httpx
 import numpy as np
 import pytest
+from sqlalchemy import insert
 
 from omniroute.config import load_settings
+from omniroute.factory import create_app
 from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
 from omniroute.memory.embedding.remote import RemoteEmbedder
@@ -21,6 +25,7 @@ from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
 from omniroute.providers.client import ProviderClient
 from omniroute.providers.registry import Provider
+from omniroute.tables import model_files
 from tests.fake_upstream import EMBEDDING_DIMENSIONS, fake_embedding
 
 TEXTS = ["I love my dog", "Puppies are wonderful pets", "The quarterly tax return is due"]
@@ -240,3 +245,44 @@ def test_only_one_static_build_runs_at_a_time(tmp_path):
     (tmp_path / "embeddings" / "static-minilm-256.building").mkdir(parents=True)
     with pytest.raises(BuildInProgress):
         build_default_static(str(tmp_path))
+
+
+def test_a_static_model_built_by_one_process_reaches_another_on_its_own_disk(tmp_path, static_path):
+    # A worker on another machine built it: the web process has only the database in common.
+    def process(name: str):
+        database = f"sqlite:///{tmp_path / 'shared.db'}"
+        config = {"DATA_DIR": str(tmp_path / name), "DATABASE_URL": database}
+        return create_app({**config, "OMNIROUTE_ADMIN_TOKEN": "t"})
+
+    worker = process("worker")
+    worker.extensions["omniroute"].shared_models.publish(static_path)
+    web = process("web")
+    svc = web.extensions["omniroute"]
+    chosen = svc.embeddings.resolve(settings(staticEnabled=True, embeddingSource="static"))
+    assert chosen.embedder is not None and chosen.embedder.source == "static", chosen.reason
+    folder = tmp_path / "web" / "embeddings" / static_path.name
+    assert (folder / "model.safetensors").is_file()
+    assert not folder.with_name(folder.name + ".building").exists(), "nothing was built"
+    assert svc.embeddings.static_state() == {
+        "state": "ready",
+        "path": str(folder),
+        "buildingSince": None,
+        "inDatabase": True,
+    }
+    assert chosen.embedder.embed(["Lisbon"]).shape == (1, 256)
+    for app in (worker, web):
+        app.extensions["omniroute"].close()
+
+
+def test_a_model_archive_cannot_write_outside_its_folder(svc, tmp_path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("../escaped.txt", "nope")
+    with svc.db.write() as conn:
+        conn.execute(
+            insert(model_files).values(name="evil", archive=buffer.getvalue(), created_at="x")
+        )
+    with pytest.raises(ValueError, match="unsafe path"):
+        svc.shared_models.restore(tmp_path / "models" / "evil")
+    assert not (tmp_path / "models" / "escaped.txt").exists()
+    assert not (tmp_path / "escaped.txt").exists()

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from .backfill import Backfill
-from .embedding.static_model import build_state
 from .listing import count_live
 from .retrieval import Retriever
 
@@ -30,7 +29,7 @@ def engine_status(
             "available": embedder is not None,
             "reason": resolution.reason,
             "cacheStats": embedder.stats() if embedder else None,
-            "staticModel": build_state(retriever.sources.static_path()),
+            "staticModel": retriever.sources.static_state(),
         },
         "vectorStore": {
             "backend": "sqlite-vec",

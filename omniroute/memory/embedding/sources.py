@@ -20,7 +20,14 @@ from ...providers.registry import Provider, ProviderStore
 from .base import Embedder, EmbeddingError
 from .cache import CachedEmbedder
 from .remote import RemoteEmbedder
-from .static_model import StaticEmbedder, default_static_path, is_building, is_static_model
+from .shared_models import SharedModels
+from .static_model import (
+    StaticEmbedder,
+    build_state,
+    default_static_path,
+    is_building,
+    is_static_model,
+)
 from .transformers_model import TransformersEmbedder
 
 SOURCE_ORDER = {
@@ -44,11 +51,13 @@ class EmbeddingSources:
         providers: ProviderStore,
         client: ProviderClient,
         on_static_missing: Callable[[], None] | None = None,
+        shared: SharedModels | None = None,
     ) -> None:
         self._config = config
         self._providers = providers
         self._client = client
         self._on_static_missing = on_static_missing
+        self._shared = shared  # models built by any process, kept in the database
         self._instances: dict[tuple, CachedEmbedder] = {}
         self._lock = threading.Lock()
 
@@ -60,6 +69,12 @@ class EmbeddingSources:
                 return Resolution(embedder)
             reasons.append(f"{source}: {reason}")
         return Resolution(None, "; ".join(reasons))
+
+    def static_state(self) -> dict:
+        """The static model's build state on this disk, and whether the database has it."""
+        path = self.static_path()
+        shared = self._shared is not None and self._shared.has(path.name)
+        return {**build_state(path), "inDatabase": shared}
 
     def static_path(self) -> Path:
         configured = self._config.get("MEMORY_STATIC_MODEL")
@@ -132,8 +147,11 @@ class EmbeddingSources:
         if not settings["staticEnabled"]:
             return None, "staticEnabled is false"
         path = self.static_path()
+        configured = self._config.get("MEMORY_STATIC_MODEL")
+        if not is_static_model(path) and not configured and self._shared is not None:
+            self._shared.restore(path)  # built by another process, perhaps on another disk
         if not is_static_model(path):
-            if self._on_static_missing is None or self._config.get("MEMORY_STATIC_MODEL"):
+            if self._on_static_missing is None or configured:
                 return None, f"no model2vec model at {path}"
             if not is_building(path):
                 self._on_static_missing()

@@ -66,6 +66,17 @@ def keys_of(app, api_key_id: str) -> list[str]:
     return sorted(memory.key for memory in found)
 
 
+def start_worker(data_dir: Path, log) -> subprocess.Popen:
+    """The Procfile's worker line, long-lived (not --burst), logging into `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "app", "worker"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(data_dir), REDIS_URL=REDIS_TEST_URL),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def run_worker(data_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "flask", "--app", "app", "worker", "--burst"],
@@ -158,13 +169,7 @@ def test_a_long_lived_worker_idle_past_every_timeout_still_takes_the_next_job(
     # quit ("Redis connection timeout, quitting...") about 5 s after it went idle.
     app = make_app(REDIS_URL=REDIS_TEST_URL)
     with (tmp_path / "worker.log").open("w+") as log:
-        worker = subprocess.Popen(  # the Procfile's line, not --burst
-            [sys.executable, "-m", "flask", "--app", "app", "worker"],
-            cwd=ROOT,
-            env=environment(DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        worker = start_worker(tmp_path, log)
         try:
             assert eventually(lambda: "Listening on" in log_text(log), timeout=30), log_text(log)
             jobs = app.extensions["omniroute"].engine_report()["jobs"]
@@ -274,13 +279,7 @@ def test_sigterm_stops_the_running_job_within_the_platforms_grace_and_it_runs_ag
     job_id = jobs.enqueue("default", job_functions.sleeps, 120)
     jobs.wait(10)
     with (tmp_path / "worker.log").open("w+") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "flask", "--app", "app", "worker"],
-            cwd=ROOT,
-            env=environment(DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        worker = start_worker(tmp_path, log)
         try:
             status = lambda: Job.fetch(job_id, connection=redis_db).get_status()  # noqa: E731
             assert eventually(lambda: status() == JobStatus.STARTED, timeout=30), log_text(log)

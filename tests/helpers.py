@@ -11,6 +11,7 @@ import socket
 import time
 from datetime import UTC, datetime, timedelta
 
+from omniroute.clock import to_iso
 from omniroute.config import SETTINGS
 
 ADMIN_TOKEN = "test-admin-token"
@@ -29,6 +30,19 @@ class FakeClock:
 
     def advance(self, **delta) -> None:
         self.moment += timedelta(**delta)
+
+
+def in_minutes(clock: FakeClock, minutes: int) -> str:
+    """The ISO time `minutes` after the clock's now (the clock stays where it is)."""
+    return to_iso(clock() + timedelta(minutes=minutes))
+
+
+def history(store, memory_id: str) -> list[tuple]:
+    """A memory's audit rows as (action, old content, new content, old type, new type)."""
+    return [
+        (row["action"], row["old_content"], row["new_content"], row["old_type"], row["new_type"])
+        for row in store.history(memory_id)
+    ]
 
 
 def eventually(condition, timeout: float = 10.0, interval: float = 0.02):

@@ -1,7 +1,7 @@
 """The memory store: upsert, get, update, delete, list and access telemetry.
 
-Every write records a memory_history row in the same transaction. Each method opens its own
-transaction, or joins the caller's when given `connection=`.
+Every write records a memory_history row (history.py) in the same transaction. Each method
+opens its own transaction, or joins the caller's when given `connection=`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from sqlalchemy.exc import IntegrityError
 
 from ..clock import to_iso, utc_now
 from ..db import Database
-from ..tables import memories, memory_history
+from ..tables import memories
+from . import history as audit
 from .conditions import live_matching, matching
 from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
 from .vectors import VectorIndex
@@ -292,14 +293,9 @@ class MemoryStore:
         )
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """Return the audit rows of one memory, oldest first."""
+        """Return the audit rows of one memory, oldest first (kept after it is deleted)."""
         with self.db.read() as conn:
-            rows = conn.execute(
-                select(memory_history)
-                .where(memory_history.c.memory_id == memory_id)
-                .order_by(memory_history.c.seq)
-            ).mappings()
-            return [dict(row) for row in rows]
+            return audit.entries(conn, memory_id)
 
     def live_conditions(self, filters: MemoryFilter) -> list[Any]:
         """SQL conditions for live memories (not expired) matching the filters."""
@@ -344,7 +340,7 @@ class MemoryStore:
                 raise
             # A concurrent writer took the key first.
             raise KeyConflict(f"key {key!r} was created concurrently") from exc
-        self._record(conn, "create", None, memory, now)
+        audit.record(conn, "create", None, memory, now)
         return memory
 
     def _apply(
@@ -360,8 +356,8 @@ class MemoryStore:
         conn.execute(
             update(memories).where(memories.c.id == existing.id).values(**values, updated_at=now)
         )
-        if _differs(existing, memory):
-            self._record(conn, "update", existing, memory, now)
+        if audit.differs(existing, memory):
+            audit.record(conn, "update", existing, memory, now)
         self._forget(existing.id)
         return memory
 
@@ -374,32 +370,5 @@ class MemoryStore:
     def _delete_row(self, conn: Connection, existing: Memory, now: str) -> None:
         self._forget_vector(conn, existing.id)
         conn.execute(delete(memories).where(memories.c.id == existing.id))
-        self._record(conn, "delete", existing, None, now)
+        audit.record(conn, "delete", existing, None, now)
         self._forget(existing.id)
-
-    @staticmethod
-    def _record(
-        conn: Connection, action: str, old: Memory | None, new: Memory | None, now: str
-    ) -> None:
-        subject = new or old
-        assert subject is not None
-        conn.execute(
-            insert(memory_history).values(
-                memory_id=subject.id,
-                api_key_id=subject.api_key_id,
-                action=action,
-                old_type=old.type if old else None,
-                new_type=new.type if new else None,
-                old_key=old.key if old else None,
-                new_key=new.key if new else None,
-                old_content=old.content if old else None,
-                new_content=new.content if new else None,
-                created_at=now,
-            )
-        )
-
-
-def _differs(old: Memory, new: Memory) -> bool:
-    """Whether an update changed anything a person would call a change."""
-    compared = ("type", "key", "content", "metadata", "session_id", "expires_at")
-    return any(getattr(old, name) != getattr(new, name) for name in compared)

@@ -1,0 +1,51 @@
+"""The audit trail of memories: one memory_history row for each create, update and delete.
+
+Rows are written in the transaction of the write they record, and outlive the memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from ..tables import memory_history
+from .model import Memory
+
+# The fields whose change is a change a person would call one (not access counts).
+COMPARED = ("type", "key", "content", "metadata", "session_id", "expires_at")
+
+
+def record(conn: Connection, action: str, old: Memory | None, new: Memory | None, now: str) -> None:
+    """Record a create (no `old`), an update, or a delete (no `new`)."""
+    subject = new or old
+    assert subject is not None
+    conn.execute(
+        insert(memory_history).values(
+            memory_id=subject.id,
+            api_key_id=subject.api_key_id,
+            action=action,
+            old_type=old.type if old else None,
+            new_type=new.type if new else None,
+            old_key=old.key if old else None,
+            new_key=new.key if new else None,
+            old_content=old.content if old else None,
+            new_content=new.content if new else None,
+            created_at=now,
+        )
+    )
+
+
+def differs(old: Memory, new: Memory) -> bool:
+    """Whether an update changed anything a person would call a change."""
+    return any(getattr(old, name) != getattr(new, name) for name in COMPARED)
+
+
+def entries(conn: Connection, memory_id: str) -> list[dict[str, Any]]:
+    """The audit rows of one memory, oldest first."""
+    rows = conn.execute(
+        select(memory_history)
+        .where(memory_history.c.memory_id == memory_id)
+        .order_by(memory_history.c.seq)
+    ).mappings()
+    return [dict(row) for row in rows]

@@ -148,7 +148,7 @@ class EmbeddingSources:
             return None, "staticEnabled is false"
         path = self.static_path()
         configured = self._config.get("MEMORY_STATIC_MODEL")
-        if not is_static_model(path) and not configured and self._shared is not None:
+        if not (is_static_model(path) or configured or is_building(path)) and self._shared:
             self._shared.restore(path)  # built by another process, perhaps on another disk
         if not is_static_model(path):
             if self._on_static_missing is None or configured:

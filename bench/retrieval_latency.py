@@ -36,7 +36,7 @@ from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.retrieval import STRATEGIES, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.vectors import VectorIndex  # noqa: E402
+from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
 
 
 class Uncached:
@@ -90,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         database = Database(f"sqlite:///{folder}/latency.db")
         migrate.upgrade(database)
-        index = VectorIndex()
+        index = SqliteVecIndex()
         store = MemoryStore(database, vectors=index)
         source = Uncached(embedder)
         backfill = Backfill(store, index, source, Settings())

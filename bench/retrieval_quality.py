@@ -36,7 +36,7 @@ from omniroute.memory.embedding.transformers_model import TransformersEmbedder  
 from omniroute.memory.retrieval import RetrievalOptions, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.vectors import VectorIndex  # noqa: E402
+from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
 DEVELOPMENT = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")
@@ -86,7 +86,7 @@ def evidence_of(question: dict) -> set[str]:
 def load_conversation(folder: Path, conversation: dict, embedder) -> Retriever:
     database = Database(f"sqlite:///{folder / (conversation['sample_id'] + '.db')}")
     migrate.upgrade(database)
-    index = VectorIndex()
+    index = SqliteVecIndex()
     store = MemoryStore(database, vectors=index)
     owner = conversation["sample_id"]
     with database.write() as conn:

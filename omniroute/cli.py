@@ -19,12 +19,11 @@ db_cli = AppGroup("db", help="Database schema.")
 def upgrade_command() -> None:
     """Apply pending migrations (the app also applies them whenever it starts)."""
     database = services().db
-    applied = migrate.upgrade(database)
-    for migration in applied:
-        click.echo(f"applied {migration.version:04d}_{migration.name}")
+    for name in migrate.upgrade(database):
+        click.echo(f"applied {name}")
     with database.read() as connection:
-        version = max(migrate.applied_versions(connection), default=0)
-    click.echo(f"database {database.path} is at version {version}")
+        revision = migrate.current_revision(connection)
+    click.echo(f"database {database.url} is at revision {revision}")
 
 
 @click.command("worker")

@@ -103,7 +103,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "DATABASE_URL",
         None,
-        "SQLAlchemy URL of the database. Only SQLite (`sqlite:///path`) is supported today.",
+        "The database: `sqlite:///path` (one machine), or `postgresql://user:pass@host/db` "
+        "(`postgres://` too, as platforms' add-ons set it) for processes on machines that "
+        "share no disk. PostgreSQL keeps vectors in pgvector where the database has it.",
         _optional,
         default_doc="`sqlite:///<DATA_DIR>/omniroute.db`",
     ),
@@ -172,9 +174,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "DB_WRITE_WAIT_SECONDS",
         10.0,
-        "Longest a write waits for other writers (of any process on the same SQLite file) "
-        "before the request gets 503 with Retry-After.",
+        "Longest a write waits for other writers (of any process on the same SQLite file, or "
+        "for PostgreSQL's row locks) before the request gets 503 with Retry-After.",
         _positive_number,
+    ),
+    Setting(
+        "DB_POOL_SIZE",
+        5,
+        "PostgreSQL connections each process keeps open (as many again may open under load). "
+        "Mind the plan's connection limit: web, worker and release processes each have a pool.",
+        _positive_int,
     ),
     Setting(
         "UPSTREAM_TIMEOUT_SECONDS",

@@ -1,10 +1,9 @@
-"""The database: engine over SQLite (pysqlite3), sqlite-vec, pragmas and transactions.
+"""The database: one engine for SQLite (embedded) or PostgreSQL (shared), and transactions.
 
-The system `sqlite3` module of this Python cannot load extensions, so the engine uses
-`pysqlite3` as its DBAPI module. Every new connection loads sqlite-vec, switches extension
-loading off again and sets its pragmas. Transactions are begun by us, not by the driver:
-`read()` begins a deferred transaction, `write()` an IMMEDIATE one, so that two writers never
-both read and then fail to upgrade their lock (SQLITE_BUSY without waiting).
+`DATABASE_URL` picks the dialect: `sqlite:///path` for one machine (db_sqlite.py), or
+`postgresql://` / `postgres://` for processes on machines that share no disk
+(db_postgres.py). Everything above this module speaks portable SQLAlchemy Core; the few
+dialect-only statements sit behind small named functions, chosen by `Database.dialect`.
 """
 
 from __future__ import annotations
@@ -17,61 +16,56 @@ import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import Any
 
-import pysqlite3.dbapi2 as sqlite3
-import sqlite_vec
-from sqlalchemy import Connection, create_engine, event
+from sqlalchemy import Connection, Table, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError
 
+from .db_postgres import detect_pgvector, is_postgres, postgres_engine
+from .db_sqlite import BEGIN_OPTION, sqlite_engine
+from .vector_support import VectorSupport
+
 log = logging.getLogger(__name__)
 
-# SQLite's own wait for a lock, per attempt; `write()` tries again, with jittered backoff,
-# until its bound (write_wait_seconds) is spent. SQLite's busy handler polls on a fixed
-# schedule, so under many writers one can starve; a fresh attempt after a random pause
-# spreads the waiting writers out.
-BUSY_TIMEOUT_MS = 2000
+# A write that finds the database locked tries again after a jittered pause until its bound
+# (write_wait_seconds) is spent. SQLite's busy handler polls on a fixed schedule, so under many
+# writers one can starve; a fresh attempt after a random pause spreads the waiting writers out.
 BACKOFF_SECONDS = (0.02, 0.2)
 DEFAULT_WRITE_WAIT_SECONDS = 10.0
-_BEGIN_OPTION = "omniroute_begin"
+DEFAULT_POOL_SIZE = 5
+# PostgreSQL's codes for "another transaction holds what this one needs": lock timeout,
+# deadlock, serialization failure. Each means "try again soon", as SQLite's busy does.
+_PG_BUSY_CODES = {"55P03", "40P01", "40001"}
 
 
 class DatabaseBusy(RuntimeError):
     """Other writers held the database for longer than a write may wait: try again soon."""
 
 
+def _sqlstate(error: BaseException) -> str | None:
+    return getattr(getattr(error, "orig", error), "sqlstate", None)
+
+
 def is_busy(error: BaseException) -> bool:
-    """Whether a driver error means that another connection holds the lock."""
+    """Whether a driver error means that another connection holds what this one needs."""
+    if _sqlstate(error) in _PG_BUSY_CODES:
+        return True
     text = str(getattr(error, "orig", error)).lower()
     return "database is locked" in text or "database is busy" in text
 
 
-@dataclass
-class VectorSupport:
-    """Whether sqlite-vec loaded into this process's connections, and why not."""
-
-    available: bool = False
-    version: str | None = None
-    error: str | None = None
+def is_unique_violation(error: BaseException) -> bool:
+    """Whether an IntegrityError is a UNIQUE (or primary key) violation, in either dialect."""
+    return _sqlstate(error) == "23505" or "UNIQUE constraint failed" in str(
+        getattr(error, "orig", error)
+    )
 
 
-def casefold(value: object) -> str | None:
-    """SQL function `omr_casefold`: Unicode case folding (SQLite's LOWER folds only ASCII)."""
-    return value.casefold() if isinstance(value, str) else None
-
-
-def _keep_private(path: str) -> None:
-    """Create the database file 0600 (its WAL and SHM files take the same mode from it), and
-    make an older one 0600 too: it holds memories, hashed keys and sealed provider keys."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(descriptor)
-    for candidate in (path, f"{path}-wal", f"{path}-shm"):
-        try:
-            if os.stat(candidate).st_mode & 0o077:
-                os.chmod(candidate, 0o600)
-        except FileNotFoundError:
-            continue
+def redacted(url: str) -> str:
+    """The URL with any password hidden, fit for logs and the CLI."""
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
@@ -81,82 +75,96 @@ def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
 
 
 class Database:
-    def __init__(self, url: str, write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS) -> None:
+    def __init__(
+        self,
+        url: str,
+        write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
         parsed = make_url(url)
-        if parsed.get_backend_name() != "sqlite" or not parsed.database:
-            raise ValueError(f"unsupported DATABASE_URL {url!r}: use sqlite:///path/to/file.db")
-        if parsed.database != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
-            _keep_private(parsed.database)
-        self.vectors = VectorSupport()
         self.write_wait_seconds = write_wait_seconds
-        self._busy_timeout_ms = max(1, min(BUSY_TIMEOUT_MS, int(write_wait_seconds * 1000)))
         self._vector_lock = threading.Lock()
-        self.engine: Engine = create_engine(
-            parsed.set(drivername="sqlite+pysqlite"),
-            module=sqlite3,
-            connect_args={"check_same_thread": False},
-        )
-        event.listen(self.engine, "connect", self._on_connect)
-        event.listen(self.engine, "begin", self._on_begin)
+        if is_postgres(parsed):
+            self.dialect = "postgresql"
+            self.engine: Engine = postgres_engine(parsed, write_wait_seconds, pool_size)
+            self.vectors = VectorSupport("pgvector", error="not checked yet")
+        elif parsed.get_backend_name() == "sqlite" and parsed.database:
+            self.dialect = "sqlite"
+            self.vectors = VectorSupport("sqlite-vec", error="no connection yet")
+            self.engine = sqlite_engine(parsed, write_wait_seconds, self._report_vectors)
+        else:
+            raise ValueError(
+                f"unsupported DATABASE_URL {redacted(url)!r}: use sqlite:///path/to/file.db "
+                "or postgresql://user:password@host/database"
+            )
         # A forked child (RQ's work horse) must not reuse the parent's pooled connections.
         engine_ref = weakref.ref(self.engine)
         os.register_at_fork(after_in_child=lambda: _dispose_in_child(engine_ref))
 
     @property
     def path(self) -> str:
-        return self.engine.url.database or ""
+        """The SQLite file, or "" for PostgreSQL (whose data lives on its server)."""
+        return (self.engine.url.database or "") if self.dialect == "sqlite" else ""
 
-    def _on_connect(self, dbapi_connection: sqlite3.Connection, _record: object) -> None:
-        # We issue BEGIN ourselves (see _on_begin); the driver must not.
-        dbapi_connection.isolation_level = None
-        self._load_sqlite_vec(dbapi_connection)
-        dbapi_connection.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-        dbapi_connection.execute("PRAGMA journal_mode = WAL")
-        dbapi_connection.execute("PRAGMA synchronous = NORMAL")
-        dbapi_connection.execute("PRAGMA foreign_keys = ON")
-        dbapi_connection.create_function("omr_casefold", 1, casefold, deterministic=True)
+    @property
+    def url(self) -> str:
+        """The database's URL without its password."""
+        return self.engine.url.render_as_string(hide_password=True)
 
-    def _load_sqlite_vec(self, dbapi_connection: sqlite3.Connection) -> None:
-        try:
-            dbapi_connection.enable_load_extension(True)
-            try:
-                sqlite_vec.load(dbapi_connection)
-            finally:
-                dbapi_connection.enable_load_extension(False)
-            version = dbapi_connection.execute("SELECT vec_version()").fetchone()[0]
-        except Exception as exc:  # any failure leaves keyword search working
-            with self._vector_lock:
-                if self.vectors.error is None:
-                    log.warning("sqlite-vec unavailable, vector search disabled: %s", exc)
-                self.vectors = VectorSupport(available=False, error=str(exc))
-            return
+    def _report_vectors(self, support: VectorSupport) -> None:
+        """Each new SQLite connection tells whether sqlite-vec loaded into it."""
         with self._vector_lock:
-            self.vectors = VectorSupport(available=True, version=version)
+            if not support.available and self.vectors.error != support.error:
+                log.warning("sqlite-vec unavailable, vector search disabled: %s", support.error)
+            self.vectors = support
 
-    @staticmethod
-    def _on_begin(connection: Connection) -> None:
-        mode = connection.get_execution_options().get(_BEGIN_OPTION, "DEFERRED")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+    def check_vectors(self) -> VectorSupport:
+        """Look again whether the database can hold vectors (after a migration, say)."""
+        if self.dialect == "postgresql":
+            self.vectors = detect_pgvector(self.engine)
+        else:
+            with self.engine.connect():  # a new connection reports what it loaded
+                pass
+        return self.vectors
+
+    def insert(self, table: Table) -> Any:
+        """An INSERT of this dialect, so that `.on_conflict_do_update()` (an upsert) works."""
+        return (postgresql if self.dialect == "postgresql" else sqlite).insert(table)
+
+    def take_turns(self, connection: Connection, *name: str) -> None:
+        """Writers of the same named thing take turns until this transaction ends.
+
+        SQLite's write lock already lets one writer in at a time. PostgreSQL's writers run
+        side by side, so a read-then-write (an upsert on a memory's key) takes a
+        transaction-level advisory lock on the name first.
+        """
+        if self.dialect == "postgresql":
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"),
+                {"name": "\x1f".join(name)},
+            )
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection in a deferred transaction, rolled back at the end."""
+        """A connection in a transaction, rolled back at the end."""
         with self.engine.connect() as connection, connection.begin():
             yield connection
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A connection in an IMMEDIATE transaction: committed on success, else rolled back.
+    def write(self, wait_seconds: float | None = None) -> Iterator[Connection]:
+        """A connection in a write transaction: committed on success, else rolled back.
 
-        Waits its turn behind other writers (this process's or another's) for at most
-        write_wait_seconds, then raises DatabaseBusy.
+        On SQLite the transaction is IMMEDIATE: it waits its turn behind other writers (this
+        process's or another's) for at most write_wait_seconds, then raises DatabaseBusy.
+        On PostgreSQL writers run side by side; one that waits for another's row locks longer
+        than that gets a lock timeout, which the error handler reads as busy too.
         """
-        deadline = time.monotonic() + self.write_wait_seconds
+        wait = self.write_wait_seconds if wait_seconds is None else wait_seconds
+        deadline = time.monotonic() + wait
         while True:
             connection = self.engine.connect()
             try:
-                connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+                connection.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
                 transaction = connection.begin()
                 break
             except OperationalError as exc:
@@ -166,8 +174,7 @@ class Database:
                     raise
                 if time.monotonic() >= deadline:
                     raise DatabaseBusy(
-                        f"the database stayed locked by other writers for "
-                        f"{self.write_wait_seconds:g} s"
+                        f"the database stayed locked by other writers for {wait:g} s"
                     ) from exc
                 time.sleep(random.uniform(*BACKOFF_SECONDS))
         with connection, transaction:
@@ -175,9 +182,9 @@ class Database:
 
     @contextmanager
     def scratch(self) -> Iterator[Connection]:
-        """An IMMEDIATE transaction that is always rolled back: writes that leave no trace."""
+        """A write transaction that is always rolled back: writes that leave no trace."""
         with self.engine.connect() as connection:
-            connection.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"})
+            connection.execution_options(**{BEGIN_OPTION: "IMMEDIATE"})
             transaction = connection.begin()
             try:
                 yield connection

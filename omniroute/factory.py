@@ -35,7 +35,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
     auth.init_app(app)
     database = Database(
-        app.config["DATABASE_URL"], write_wait_seconds=app.config["DB_WRITE_WAIT_SECONDS"]
+        app.config["DATABASE_URL"],
+        write_wait_seconds=app.config["DB_WRITE_WAIT_SECONDS"],
+        pool_size=app.config["DB_POOL_SIZE"],
     )
     migrate.upgrade(database)
     svc = Services.build(app, database)

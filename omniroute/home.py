@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template
 
 from .auth import TOKEN_FILE_NAME
+from .memory.engine_status import KEYWORD_BACKENDS
 from .services import services
 
 bp = Blueprint("home", __name__)
@@ -12,12 +13,10 @@ bp = Blueprint("home", __name__)
 
 @bp.get("/")
 def index():
-    vectors = services().db.vectors
+    db = services().db
     checks = {
-        "keyword search": "SQLite FTS5",
-        "vector search": f"sqlite-vec {vectors.version}"
-        if vectors.available
-        else f"unavailable: {vectors.error}",
+        "keyword search": KEYWORD_BACKENDS[db.dialect],
+        "vector search": db.vectors.label,
         "background jobs": "RQ on Redis" if services().redis else "in-process (no REDIS_URL)",
     }
     return render_template("index.html", checks=checks, token_file=TOKEN_FILE_NAME)

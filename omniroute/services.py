@@ -21,11 +21,12 @@ from .memory.embedding.shared_models import SharedModels
 from .memory.embedding.sources import EmbeddingSources
 from .memory.engine_status import engine_status
 from .memory.outbox import STALE_SECONDS, ExtractionOutbox
+from .memory.pgvector import PgVectorIndex
 from .memory.rerank import Reranker
 from .memory.retrieval import RetrievalOptions, Retriever
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
-from .memory.vectors import VectorIndex
+from .memory.vectors import SqliteVecIndex, VectorIndex
 from .periodic import Periodic
 from .providers.client import ProviderClient
 from .providers.registry import ProviderStore
@@ -84,7 +85,11 @@ class Services:
         provider_client = ProviderClient(
             http, allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
         )
-        vectors = VectorIndex(config["MEMORY_VEC_QUANTIZATION"])
+        vectors: VectorIndex = (
+            PgVectorIndex()
+            if database.dialect == "postgresql"
+            else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"])
+        )
         shared_models = SharedModels(database)
         memories = MemoryStore(database, vectors=vectors, on_write=lambda: request_backfill(jobs))
         embeddings = EmbeddingSources(

@@ -9,7 +9,6 @@ from typing import Any
 
 from cachetools import TTLCache
 from sqlalchemy import select
-from sqlalchemy.dialects.sqlite import insert
 
 from .clock import now_iso
 from .db import Database
@@ -52,7 +51,7 @@ class SettingsStore:
         with self.db.write() as conn:
             for key, value in values.items():
                 encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
-                statement = insert(settings).values(key=key, value=encoded, updated_at=now)
+                statement = self.db.insert(settings).values(key=key, value=encoded, updated_at=now)
                 conn.execute(
                     statement.on_conflict_do_update(
                         index_elements=[settings.c.key],

@@ -1,10 +1,16 @@
 """SQLAlchemy Core views of the tables that migrations/ creates (a test keeps them in step).
 
-Queries written against these stay portable; SQLite-only SQL (FTS5, vec0, pragmas) lives
-behind small named functions in the modules that need it.
+Queries written against these stay portable across SQLite and PostgreSQL. Each dialect adds
+search columns of its own to `memories` (SEARCH_COLUMNS), read only by its keyword search,
+and dialect-only SQL (FTS5, vec0, tsvector, pgvector, pragmas) lives behind small named
+functions in the modules that need it.
 """
 
-from sqlalchemy import Column, Computed, Integer, LargeBinary, MetaData, Table, Text
+from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, Text
+
+# Columns of `memories` that only one dialect has: the FTS5 owner token on SQLite, the
+# stored tsvector on PostgreSQL.
+SEARCH_COLUMNS = {"sqlite": {"fts_owner"}, "postgresql": {"search_vector"}}
 
 metadata = MetaData()
 
@@ -25,7 +31,6 @@ memories = Table(
     Column("access_count", Integer, nullable=False),
     Column("last_accessed_at", Text),
     Column("needs_reindex", Integer, nullable=False),
-    Column("fts_owner", Text, Computed("hex(api_key_id)", persisted=False)),
 )
 
 memory_history = Table(

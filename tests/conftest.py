@@ -15,10 +15,10 @@ from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
 from tests.gateway_server import RunningGateway
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, FakeClock, csrf_of
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, FakeClock, app_settings, csrf_of
 
-# The studio's browser fixtures (Chromium through Playwright).
-pytest_plugins = ["tests.browser"]
+# The studio's browser fixtures (Chromium through Playwright) and both stores.
+pytest_plugins = ["tests.browser", "tests.stores"]
 
 
 # A test that uses one of these waits for a real model, a process, a worker or a browser.
@@ -35,7 +35,10 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_report_header(config):
-    return f"SQLite {sqlite3.sqlite_version} (pysqlite3), sqlite-vec {sqlite_vec.__version__}"
+    return (
+        f"SQLite {sqlite3.sqlite_version} (pysqlite3), sqlite-vec {sqlite_vec.__version__};"
+        " PostgreSQL from pgserver (pgvector) and 127.0.0.1:5432 (no pgvector)"
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -46,8 +49,8 @@ def clean_environment(monkeypatch):
 
 
 @pytest.fixture
-def app(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN})
+def app(tmp_path, database_url):
+    app = create_app(app_settings(tmp_path, database_url))
     yield app
     app.extensions["omniroute"].close()
 
@@ -93,8 +96,8 @@ def api_key(make_key) -> dict:
 
 
 @pytest.fixture
-def database(tmp_path):
-    database = Database(f"sqlite:///{tmp_path / 'store.db'}")
+def database(tmp_path, database_url):
+    database = Database(database_url or f"sqlite:///{tmp_path / 'store.db'}")
     migrate.upgrade(database)
     yield database
     database.dispose()
@@ -127,16 +130,10 @@ def upstream():
 
 
 @pytest.fixture
-def gateway_app(tmp_path, upstream):
+def gateway_app(tmp_path, database_url, upstream):
     """An app with the fake upstream as provider `fake` (memory off, as by default)."""
     provider = {"id": "fake", "baseUrl": upstream.base_url, "apiKey": "sk-up-4321", "models": ["m"]}
-    app = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "OMNIROUTE_PROVIDERS": [provider],
-        }
-    )
+    app = create_app(app_settings(tmp_path, database_url, OMNIROUTE_PROVIDERS=[provider]))
     yield app
     app.extensions["omniroute"].close()
 
@@ -165,15 +162,9 @@ def static_path(tmp_path_factory):
 
 
 @pytest.fixture
-def engine_app(tmp_path, static_path):
+def engine_app(tmp_path, database_url, static_path):
     """An app whose memories are embedded by the distilled static model."""
-    app = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "MEMORY_STATIC_MODEL": str(static_path),
-        }
-    )
+    app = create_app(app_settings(tmp_path, database_url, MEMORY_STATIC_MODEL=str(static_path)))
     app.extensions["omniroute"].memory_settings.update(
         {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
     )

@@ -32,6 +32,14 @@ class FakeClock:
         self.moment += timedelta(**delta)
 
 
+def app_settings(tmp_path, database_url: str | None, **more) -> dict:
+    """An app's settings: DATA_DIR in tmp_path, the test's database, the admin token."""
+    config = {"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN, **more}
+    if database_url:
+        config["DATABASE_URL"] = database_url
+    return config
+
+
 def in_minutes(clock: FakeClock, minutes: int) -> str:
     """The ISO time `minutes` after the clock's now (the clock stays where it is)."""
     return to_iso(clock() + timedelta(minutes=minutes))

@@ -1,5 +1,9 @@
+import pytest
+
 from omniroute.memory.access import AccessRecorder
 from tests.helpers import eventually
+
+pytestmark = pytest.mark.both_stores
 
 
 def test_accesses_are_gathered_and_written_together(store):

@@ -3,6 +3,8 @@ import pytest
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import ADMIN_TOKEN, eventually
 
+pytestmark = pytest.mark.both_stores
+
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FACTS = {
     "city": "We moved to Lisbon in spring",

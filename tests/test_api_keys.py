@@ -2,6 +2,8 @@ import pytest
 
 from omniroute.keys import hash_secret
 
+pytestmark = pytest.mark.both_stores
+
 
 def test_create_returns_the_secret_once(client, admin):
     response = client.post("/api/keys", json={"name": "laptop"}, headers=admin)

@@ -6,6 +6,8 @@ import pytest
 from omniroute.clock import to_iso
 from omniroute.memory.model import MemoryFilter
 
+pytestmark = pytest.mark.both_stores
+
 
 def details(response) -> dict[str, str]:
     """Field -> message of an error response (the first message per field)."""
@@ -369,12 +371,19 @@ def test_health_round_trip_works_and_leaves_nothing_behind(client, admin, svc):
     assert svc.memories.list_page(MemoryFilter()).total == 0
     with svc.db.read() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM memory_history").scalar() == 0
-        assert conn.exec_driver_sql("SELECT count(*) FROM memory_fts").scalar() == 0
+        assert conn.exec_driver_sql("SELECT count(*) FROM memories").scalar() == 0
+
+
+# What breaks keyword search in each dialect: FTS5's insert trigger, the stored tsvector.
+BREAK_KEYWORD_INDEX = {
+    "sqlite": "DROP TRIGGER memory_fts_after_insert",
+    "postgresql": "ALTER TABLE memories DROP COLUMN search_vector",
+}
 
 
 def test_health_reports_a_broken_pipeline_with_503(client, admin, svc):
     with svc.db.write() as conn:
-        conn.exec_driver_sql("DROP TRIGGER memory_fts_after_insert")
+        conn.exec_driver_sql(BREAK_KEYWORD_INDEX[svc.db.dialect])
     response = client.get("/api/memory/health", headers=admin)
     assert response.status_code == 503
     assert response.json["working"] is False

@@ -7,6 +7,8 @@ import pytest
 from omniroute.memory import listing
 from tests.helpers import ADMIN_TOKEN, eventually
 
+pytestmark = pytest.mark.both_stores
+
 
 def exported(client, admin, query: str = "") -> dict:
     response = client.get(f"/api/memory/export{query}", headers=admin)
@@ -163,13 +165,27 @@ def test_imported_memories_get_vectors(engine_app):
     assert eventually(lambda: backfill.pending() == 0, timeout=30)
 
 
+# A trigger that refuses one content, in each dialect's words.
+REFUSING_TRIGGER = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_boom BEFORE INSERT ON memories WHEN NEW.content = 'boom'"
+        " BEGIN SELECT RAISE(ABORT, 'boom is refused'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        " IF NEW.content = 'boom' THEN RAISE EXCEPTION 'boom is refused'; END IF;"
+        " RETURN NEW; END $$",
+        "CREATE TRIGGER refuse_boom BEFORE INSERT ON memories"
+        " FOR EACH ROW EXECUTE FUNCTION refuse_boom()",
+    ],
+}
+
+
 def test_an_item_the_database_refuses_is_reported_and_the_rest_goes_in(client, admin, svc, api_key):
     # Regression: 150 good items and 1 the write refused answered 500 with 100 committed.
     with svc.db.write() as conn:
-        conn.exec_driver_sql(
-            "CREATE TRIGGER refuse_boom BEFORE INSERT ON memories WHEN NEW.content = 'boom'"
-            " BEGIN SELECT RAISE(ABORT, 'boom is refused'); END"
-        )
+        for statement in REFUSING_TRIGGER[svc.db.dialect]:
+            conn.exec_driver_sql(statement)
     items = [{"key": f"k{n}", "content": f"fact {n}"} for n in range(150)]
     items.insert(120, {"key": "bad", "content": "boom"})
     result = imported(client, admin, {"memories": items, "apiKeyId": api_key["id"]})

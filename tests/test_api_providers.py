@@ -4,6 +4,8 @@ from omniroute.config import ConfigError
 from omniroute.factory import create_app
 from tests.helpers import ADMIN_TOKEN
 
+pytestmark = pytest.mark.both_stores
+
 PROVIDER = {
     "id": "openai",
     "baseUrl": "https://api.openai.com/v1/",

@@ -4,6 +4,8 @@ import pytest
 
 from omniroute.memory.settings import MAX_BUDGET_TOKENS, SETTINGS, markdown_table, normalise
 
+pytestmark = pytest.mark.both_stores
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 DEFAULTS = {

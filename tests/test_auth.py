@@ -1,8 +1,12 @@
 import logging
 import stat
 
+import pytest
+
 from omniroute.auth import TOKEN_FILE_NAME, ensure_admin_token
 from omniroute.factory import create_app
+
+pytestmark = pytest.mark.both_stores
 
 
 def test_a_configured_token_wins_and_no_file_is_written(tmp_path):

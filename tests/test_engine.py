@@ -8,8 +8,10 @@ import sqlite_vec
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.retrieval import RetrievalOptions, Retriever
-from omniroute.memory.vectors import VectorIndex
+from omniroute.memory.vectors import SqliteVecIndex
 from tests.helpers import ADMIN_TOKEN, eventually
+
+pytestmark = pytest.mark.both_stores
 
 FACTS = {
     "job": "I work as a nurse at the city hospital",
@@ -156,7 +158,7 @@ def test_without_a_source_search_falls_back_to_keywords_and_says_why(svc, alice)
 
 
 def test_int8_vectors_work_too(svc, alice):
-    svc.vectors = svc.retriever.index = svc.backfill.index = VectorIndex("int8")
+    svc.vectors = svc.retriever.index = svc.backfill.index = SqliteVecIndex("int8")
     svc.memories.vectors = svc.vectors
     svc.backfill.run()
     with svc.db.read() as conn:

@@ -3,6 +3,8 @@ import pytest
 from omniroute.factory import create_app
 from tests.helpers import ADMIN_TOKEN
 
+pytestmark = pytest.mark.both_stores
+
 
 def assert_error_shape(response, status: int, error_type: str) -> None:
     assert response.status_code == status

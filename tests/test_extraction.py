@@ -14,6 +14,8 @@ from omniroute.memory.extraction import (
 )
 from omniroute.memory.model import MemoryFilter
 
+pytestmark = pytest.mark.both_stores
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,9 +1,12 @@
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omniroute.memory.fts import MAX_TOKENS, keyword_search, match_expression
+
+pytestmark = pytest.mark.both_stores
 
 FTS_SYNTAX = ['"', "*", "(", ")", ":", "^", "-", "+", "NEAR", "AND", "OR", "NOT", "{", "}"]
 queries = st.one_of(

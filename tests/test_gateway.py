@@ -10,6 +10,8 @@ from omniroute.memory.model import MemoryFilter
 from omniroute.proxy.injection import HEADER
 from tests.helpers import drained, eventually
 
+pytestmark = pytest.mark.both_stores
+
 USER = [{"role": "user", "content": "Hello there"}]
 
 

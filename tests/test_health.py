@@ -3,7 +3,9 @@ from pathlib import Path
 import pytest
 
 from omniroute.factory import create_app
-from tests.helpers import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN, app_settings
+
+pytestmark = pytest.mark.both_stores
 
 # A dedicated Redis database, so that tests never touch db 0.
 REDIS_TEST_URL = "redis://127.0.0.1:6379/14"
@@ -28,13 +30,14 @@ def test_healthz_answers_without_auth(client):
     assert response.status_code == 200 and response.json == {"status": "ok"}
 
 
-def test_readyz_without_redis_checks_the_database(client):
+def test_readyz_without_redis_checks_the_database(client, svc):
     response = client.get("/readyz")
     assert response.status_code == 200
     checks = response.json["checks"]
     assert checks["database"] == "ok"
     assert checks["redis"].startswith("not configured")
-    assert checks["vectors"].startswith("sqlite-vec v")
+    assert checks["vectors"] == svc.db.vectors.label
+    assert checks["vectors"].startswith(("sqlite-vec v", "pgvector 0."))
 
 
 def test_readyz_pings_a_configured_redis(app_with_redis):
@@ -51,6 +54,7 @@ def test_readyz_stays_ready_and_reports_redis_when_it_is_down(app_with_redis):
     assert response.json["checks"]["redis"].startswith("unavailable (jobs run in-process)")
 
 
+@pytest.mark.sqlite_only
 def test_readyz_is_503_when_the_database_is_unreadable(client, svc):
     svc.db.dispose()
     for suffix in ("-wal", "-shm"):
@@ -59,3 +63,14 @@ def test_readyz_is_503_when_the_database_is_unreadable(client, svc):
     response = client.get("/readyz")
     assert response.status_code == 503
     assert [d["field"] for d in response.json["error"]["details"]] == ["database"]
+
+
+@pytest.mark.sqlite_only
+def test_readyz_is_503_when_postgresql_is_gone(tmp_path, system_postgres):
+    app = create_app(app_settings(tmp_path, system_postgres.url))
+    assert app.test_client().get("/readyz").status_code == 200
+    system_postgres.drop()  # the server ends every session of that database
+    response = app.test_client().get("/readyz")
+    assert response.status_code == 503
+    assert [d["field"] for d in response.json["error"]["details"]] == ["database"]
+    app.extensions["omniroute"].close()

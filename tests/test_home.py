@@ -1,12 +1,16 @@
 import re
 
+import pytest
 
-def test_the_home_page_shows_the_status_and_links_that_work(client):
+pytestmark = pytest.mark.both_stores
+
+
+def test_the_home_page_shows_the_status_and_links_that_work(client, svc):
     page = client.get("/")
     assert page.status_code == 200
     assert page.mimetype == "text/html"
     html = page.get_data(as_text=True)
-    assert "sqlite-vec v" in html
+    assert svc.db.vectors.label in html and svc.db.vectors.available
     assert "in-process (no REDIS_URL)" in html
     links = re.findall(r'href="(/[^"]*)"', html)
     assert set(links) == {

@@ -8,6 +8,8 @@ import pytest
 
 from tests.helpers import ADMIN_TOKEN, csrf_of
 
+pytestmark = pytest.mark.both_stores
+
 LONE = "bad \ud800 text"  # a lone surrogate: valid JSON ("\ud800"), not valid text
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

@@ -5,6 +5,8 @@ import pytest
 from omniroute.memory.model import Memory
 from omniroute.proxy.injection import FOOTER, HEADER, inject, render
 
+pytestmark = pytest.mark.both_stores
+
 TEXT = "Memory context: ..."
 
 

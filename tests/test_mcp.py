@@ -21,6 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import ADMIN_TOKEN, environment
 
+pytestmark = pytest.mark.both_stores
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {
     "omniroute_memory_search",

@@ -1,7 +1,11 @@
 """Clearing many memories at once, and the audit trail every write leaves."""
 
+import pytest
+
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import history, in_minutes
+
+pytestmark = pytest.mark.both_stores
 
 
 def test_delete_matching_deletes_every_match_whatever_the_order(store, clock):

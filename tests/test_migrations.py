@@ -1,4 +1,7 @@
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect
@@ -7,63 +10,88 @@ from omniroute import migrate
 from omniroute.db import Database
 from omniroute.memory.fts import keyword_search
 from omniroute.memory.store import MemoryStore
-from omniroute.tables import metadata
+from omniroute.tables import SEARCH_COLUMNS, metadata
+from tests.helpers import environment
+
+pytestmark = pytest.mark.both_stores
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def schema_of(database: Database) -> list[tuple]:
+def schema_of(database: Database) -> dict:
+    """Each table's columns and indexes, as the database describes them."""
+    inspector = inspect(database.engine)
+    return {
+        name: (
+            [column["name"] for column in inspector.get_columns(name)],
+            sorted(index["name"] for index in inspector.get_indexes(name)),
+        )
+        for name in sorted(inspector.get_table_names())
+    }
+
+
+def revision_of(database: Database) -> str | None:
     with database.read() as conn:
-        return conn.exec_driver_sql(
-            "SELECT type, name, sql FROM sqlite_master ORDER BY type, name"
-        ).all()
-
-
-def records_of(database: Database) -> list[tuple]:
-    with database.read() as conn:
-        return conn.exec_driver_sql("SELECT * FROM schema_migrations ORDER BY version").all()
+        return migrate.current_revision(conn)
 
 
 @pytest.fixture
-def fresh(tmp_path):
-    database = Database(f"sqlite:///{tmp_path / 'fresh.db'}")
+def fresh(tmp_path, database_url, store_kind, pg_database_if_any):
+    """An empty database: a new SQLite file, or a PostgreSQL database with nothing in it."""
+    if store_kind == "sqlite":
+        database = Database(f"sqlite:///{tmp_path / 'fresh.db'}")
+    else:
+        database = Database(pg_database_if_any.url)
     yield database
     database.dispose()
 
 
+@pytest.fixture
+def pg_database_if_any(store_kind, request):
+    """For PostgreSQL, a database of its own on the pgvector server (migrations start empty)."""
+    if store_kind == "sqlite":
+        yield None
+        return
+    from tests.stores import TestDatabase
+
+    database = TestDatabase(request.getfixturevalue("pgvector_server"))
+    yield database
+    database.drop()
+
+
 def copy_migrations(tmp_path, count: int):
+    """The first `count` revisions, with env.py and their SQL steps, in a folder of their own."""
     folder = tmp_path / "migrations"
-    folder.mkdir(exist_ok=True)
-    for migration in migrate.discover()[:count]:
-        shutil.copy(migration.path, folder / migration.path.name)
+    (folder / "versions").mkdir(parents=True, exist_ok=True)
+    shutil.copy(migrate.MIGRATIONS_DIR / "env.py", folder / "env.py")
+    for script in migrate.revisions()[:count]:
+        name = migrate.step_name(script)
+        shutil.copy(script.path, folder / "versions" / f"{name}.py")
+        for dialect in ("sqlite", "postgresql"):
+            (folder / dialect).mkdir(exist_ok=True)
+            shutil.copy(migrate.MIGRATIONS_DIR / dialect / f"{name}.sql", folder / dialect)
     return folder
 
 
-def test_migration_numbers_are_unique_and_have_no_gaps():
-    versions = [m.version for m in migrate.discover()]
-    assert versions == list(range(1, len(versions) + 1))
-
-
-@pytest.mark.parametrize(
-    ("names", "problem"),
-    [
-        (["0001_a.sql", "0003_c.sql"], "without gaps"),
-        (["0001_a.sql", "0001_b.sql"], "without gaps"),
-        (["0001_a.sql", "2_b.sql"], "NNNN_snake_name"),
-    ],
-)
-def test_a_gap_a_duplicate_or_a_bad_name_is_refused(tmp_path, names, problem):
-    for name in names:
-        (tmp_path / name).write_text("SELECT 1;")
-    with pytest.raises(migrate.MigrationError, match=problem):
-        migrate.discover(tmp_path)
+@pytest.mark.sqlite_only
+def test_the_revisions_form_one_chain_each_with_a_step_for_both_dialects():
+    scripts = migrate.revisions()
+    assert [s.revision for s in scripts] == [f"{n:04d}" for n in range(1, len(scripts) + 1)]
+    assert [s.down_revision for s in scripts] == [None] + [s.revision for s in scripts[:-1]]
+    assert migrate.script_directory().get_heads() == [scripts[-1].revision]
+    for script in scripts:
+        for dialect in ("sqlite", "postgresql"):
+            step = migrate.MIGRATIONS_DIR / dialect / f"{migrate.step_name(script)}.sql"
+            assert step.is_file(), f"{script.revision} has no {dialect} step"
 
 
 def test_migrating_twice_changes_nothing(fresh):
     first = migrate.upgrade(fresh)
-    schema, records = schema_of(fresh), records_of(fresh)
-    assert [m.version for m in first] == [m.version for m in migrate.discover()]
+    schema, revision = schema_of(fresh), revision_of(fresh)
+    assert first == [migrate.step_name(s) for s in migrate.revisions()]
+    assert revision == migrate.revisions()[-1].revision
     assert migrate.upgrade(fresh) == []
     assert schema_of(fresh) == schema
-    assert records_of(fresh) == records
+    assert revision_of(fresh) == revision
 
 
 def test_migrating_a_database_that_holds_data_keeps_the_data(fresh, tmp_path):
@@ -75,7 +103,7 @@ def test_migrating_a_database_that_holds_data_keeps_the_data(fresh, tmp_path):
             " '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
         )
     applied = migrate.upgrade(fresh)
-    assert [m.version for m in applied] == [m.version for m in migrate.discover()[1:]]
+    assert applied == [migrate.step_name(s) for s in migrate.revisions()[1:]]
     store = MemoryStore(fresh)
     assert store.get("m1").content == "Likes green tea"
     with fresh.read() as conn:
@@ -85,16 +113,52 @@ def test_migrating_a_database_that_holds_data_keeps_the_data(fresh, tmp_path):
 
 def test_a_failing_migration_leaves_neither_changes_nor_a_record(fresh, tmp_path):
     folder = copy_migrations(tmp_path, 1)
-    (folder / "0002_broken.sql").write_text(
-        "CREATE TABLE half_done (a INTEGER);\nINSERT INTO no_such_table VALUES (1);\n"
+    (folder / "versions" / "0002_broken.py").write_text(
+        (migrate.MIGRATIONS_DIR / "versions" / "0002_memory_history.py")
+        .read_text()
+        .replace('"""The audit', '"""Broken: the audit')
     )
+    for dialect in ("sqlite", "postgresql"):
+        (folder / dialect / "0002_broken.sql").write_text(
+            "CREATE TABLE half_done (a INTEGER);\nINSERT INTO no_such_table VALUES (1);\n"
+        )
     with pytest.raises(Exception, match="no_such_table"):
         migrate.upgrade(fresh, folder)
-    with fresh.read() as conn:
-        assert migrate.applied_versions(conn) == {1}
-    assert "half_done" not in {name for _, name, _ in schema_of(fresh)}
+    assert revision_of(fresh) is None, "not even 0001: the upgrade is one transaction"
+    assert "half_done" not in schema_of(fresh)
+    assert migrate.upgrade(fresh, copy_migrations(tmp_path / "good", 2)) == [
+        "0001_memories",
+        "0002_memory_history",
+    ]
 
 
+@pytest.mark.sqlite_only
+def test_a_database_migrated_before_alembic_is_adopted_where_it_stood(tmp_path):
+    """The numbered files of before, with their schema_migrations rows: nothing reapplied."""
+    old = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    names = [migrate.step_name(s) for s in migrate.revisions()]
+    with old.write() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at TEXT NOT NULL)"
+        )
+        for number, name in enumerate(names[:5], start=1):
+            sql = (migrate.MIGRATIONS_DIR / "sqlite" / f"{name}.sql").read_text()
+            for statement in migrate.split_statements(sql):
+                conn.exec_driver_sql(statement)
+            conn.exec_driver_sql(
+                "INSERT INTO schema_migrations VALUES (?, ?, 'then')", (number, name[5:])
+            )
+    assert migrate.upgrade(old) == names[5:]
+    new = Database(f"sqlite:///{tmp_path / 'new.db'}")
+    migrate.upgrade(new)
+    assert schema_of(old) == schema_of(new)
+    assert "schema_migrations" not in schema_of(old)
+    old.dispose()
+    new.dispose()
+
+
+@pytest.mark.sqlite_only
 def test_statements_are_split_without_breaking_trigger_bodies():
     statements = migrate.split_statements(
         "-- a comment; with a semicolon\n"
@@ -113,9 +177,43 @@ def test_table_definitions_match_the_migrated_schema(fresh):
     inspector = inspect(fresh.engine)
     for table in metadata.sorted_tables:
         columns = {c["name"]: c for c in inspector.get_columns(table.name)}
-        assert set(columns) == {c.name for c in table.columns}, table.name
+        extra = SEARCH_COLUMNS[fresh.dialect] if table.name == "memories" else set()
+        assert set(columns) == {c.name for c in table.columns} | extra, table.name
         for column in table.columns:
             if not column.primary_key:
                 assert columns[column.name]["nullable"] == column.nullable, (
                     f"{table.name}.{column.name}"
                 )
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_only
+def test_three_release_processes_migrating_one_postgresql_at_once_all_succeed(
+    system_postgres, tmp_path
+):
+    """release, web and worker start together: one migrates, the others wait and find it done.
+
+    This is the machine's PostgreSQL 15, without pgvector: the service runs, vectors off.
+    """
+    env = environment(DATABASE_URL=system_postgres.url, OMNIROUTE_ADMIN_TOKEN="t")
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"],
+            cwd=ROOT,
+            env={**env, "DATA_DIR": str(tmp_path / f"release-{n}")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n in range(3)
+    ]
+    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0], outputs
+    head = migrate.revisions()[-1].revision
+    assert all(f"is at revision {head}" in output for output in outputs), outputs
+    database = Database(system_postgres.url)
+    assert revision_of(database) == head
+    vectors = database.check_vectors()
+    assert not vectors.available
+    assert vectors.error == "this PostgreSQL server has no pgvector extension"
+    database.dispose()

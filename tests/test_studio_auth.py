@@ -6,7 +6,9 @@ import pytest
 from omniroute.brake import GuessBrake
 from omniroute.factory import create_app
 from tests.gateway_server import RunningGateway
-from tests.helpers import ADMIN_TOKEN, csrf_of
+from tests.helpers import ADMIN_TOKEN, app_settings, csrf_of
+
+pytestmark = pytest.mark.both_stores
 
 PAGES = [
     "/dashboard/",
@@ -117,10 +119,10 @@ def test_logout_ends_a_copy_of_the_cookie_taken_before_it(studio, app):
     assert response.status_code == 401
 
 
-def test_another_process_sees_the_logout(studio, app, tmp_path):
+def test_another_process_sees_the_logout(studio, app, tmp_path, database_url):
     # A second web process on the same data dir (and secret key) reads the same sessions.
     copied = studio.get_cookie("omniroute_session").value
-    other = create_app({"DATA_DIR": str(tmp_path), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN})
+    other = create_app(app_settings(tmp_path, database_url))
     client = other.test_client()
     client.set_cookie("omniroute_session", copied)
     assert client.get("/dashboard/memory").status_code == 200

@@ -10,6 +10,8 @@ from omniroute.memory.retrieval import CHAT_STRATEGIES, STRATEGIES
 from omniroute.memory.settings import MAX_BUDGET_TOKENS
 from tests.html_checks import duplicate_ids, unlabelled_fields
 
+pytestmark = pytest.mark.both_stores
+
 
 @pytest.fixture
 def populated(studio, svc, make_key):
@@ -164,7 +166,8 @@ class TestPlaygroundTab:
         for column in ("Tier", "Score", "vecScore", "ftsScore", "Tokens", "Injected"):
             assert f'data-label="{column}"' in page
         assert "<dt>Strategy used</dt><dd>keyword" in page
-        assert "<dt>Vector store</dt><dd>sqlite-vec" in page
+        backend = studio.application.extensions["omniroute"].db.vectors.backend
+        assert f"<dt>Vector store</dt><dd>{backend}" in page
         assert "<dt>Fallback</dt>" in page
         assert "1 ranked" in page
 

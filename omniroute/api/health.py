@@ -37,8 +37,9 @@ class Readiness(MethodView):
     def get(self):
         """Tell whether this process can serve requests: whether the database answers
 
-        Redis and sqlite-vec are reported, but neither makes the process unready: without
-        Redis jobs run in this process, without sqlite-vec search is by keyword only. A load
+        Redis and vectors are reported, but neither makes the process unready: without
+        Redis jobs run in this process, without sqlite-vec or pgvector search is by keyword
+        only. A load
         balancer should not pull every instance for either.
         """
         svc = services()
@@ -56,11 +57,7 @@ class Readiness(MethodView):
                 checks["redis"] = "ok"
             except Exception as exc:
                 checks["redis"] = f"unavailable (jobs run in-process): {type(exc).__name__}"
-        vectors = svc.db.vectors
-        if vectors.available:
-            checks["vectors"] = f"sqlite-vec {vectors.version}"
-        else:
-            checks["vectors"] = f"unavailable: {vectors.error}"
+        checks["vectors"] = svc.db.vectors.label
         if failures:
             abort(503, message="Not ready: " + ", ".join(failures), errors={"checks": failures})
         return {"status": "ready", "checks": checks}

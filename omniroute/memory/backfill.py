@@ -65,7 +65,8 @@ class Backfill:
     def run(self, max_batches: int | None = None) -> Progress:
         """Embed pending memories until none is left (or `max_batches` ran)."""
         if not self.store.db.vectors.available:
-            self.progress.reason = "sqlite-vec is not loaded"
+            vectors = self.store.db.vectors
+            self.progress.reason = f"{vectors.backend} is not available: {vectors.error}"
             return self.progress
         with self._lock:  # one run at a time in this process
             self.progress = Progress(running=True)

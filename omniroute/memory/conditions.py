@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_
+from sqlalchemy import ColumnElement, and_, bindparam, or_
 
+from ..sql import folded_position
 from ..tables import memories
 from .model import MemoryFilter
 
@@ -34,11 +35,24 @@ def matching(filters: MemoryFilter) -> list[ColumnElement[bool]]:
     if filters.created_before is not None:
         conditions.append(memories.c.created_at < filters.created_before)
     if filters.text:
-        needle = filters.text.casefold()
         conditions.append(
             or_(
-                func.instr(func.omr_casefold(memories.c.content), needle) > 0,
-                func.instr(func.omr_casefold(memories.c.key), needle) > 0,
+                folded_position(memories.c.content, filters.text) > 0,
+                folded_position(memories.c.key, filters.text) > 0,
             )
         )
     return conditions
+
+
+def search_conditions(rows: Any, by_session: bool, by_age: bool) -> ColumnElement[bool]:
+    """A keyword search's conditions on one owner's live `rows` (an alias of memories), with
+    bind parameters `owner`, `now` and, when used, `session` and `after`."""
+    conditions = [
+        rows.c.api_key_id == bindparam("owner"),
+        not_expired(rows.c.expires_at, bindparam("now")),
+    ]
+    if by_session:
+        conditions.append(rows.c.session_id == bindparam("session"))
+    if by_age:
+        conditions.append(rows.c.created_at >= bindparam("after"))
+    return and_(*conditions)

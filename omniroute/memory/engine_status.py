@@ -9,6 +9,9 @@ from .backfill import Backfill
 from .listing import count_live
 from .retrieval import Retriever
 
+# The keyword index of each dialect, as reports name it.
+KEYWORD_BACKENDS = {"sqlite": "FTS5", "postgresql": "tsvector"}
+
 
 def engine_status(
     retriever: Retriever, backfill: Backfill, settings: Mapping[str, Any]
@@ -21,7 +24,7 @@ def engine_status(
         meta = retriever.index.meta(conn) if vectors.available else None
         rows = retriever.index.count(conn) if vectors.available else 0
     return {
-        "keyword": {"available": True, "backend": "FTS5"},
+        "keyword": {"available": True, "backend": KEYWORD_BACKENDS[retriever.store.db.dialect]},
         "embedding": {
             "source": embedder.source if embedder else None,
             "model": embedder.model if embedder else None,
@@ -32,7 +35,7 @@ def engine_status(
             "staticModel": retriever.sources.static_state(),
         },
         "vectorStore": {
-            "backend": "sqlite-vec",
+            "backend": vectors.backend,
             "available": vectors.available,
             "version": vectors.version,
             "reason": vectors.error,

@@ -1,22 +1,24 @@
-"""Keyword search over memory_fts (SQLite FTS5): query sanitising and the MATCH query."""
+"""Keyword search: one owner's live memories that share topic words with a query, best first.
+
+On SQLite it is FTS5's MATCH ranked by bm25 (here); on PostgreSQL a tsvector search ranked
+by ts_rank_cd (tsvector.py). Both take the same filters and give higher scores to better
+matches.
+"""
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
-from sqlalchemy import Connection, and_, bindparam
+from sqlalchemy import Connection
 from sqlalchemy.dialects import sqlite
 
 from ..tables import memories
-from .conditions import not_expired
+from .conditions import search_conditions
 from .model import MEMORY_COLUMNS, Memory
-from .stopwords import STOP_WORDS
+from .query_words import MAX_TOKENS, topic_words
+from .tsvector import tsvector_search
 
-MAX_QUERY_CHARS = 8192
-MAX_TOKENS = 256
-# \w is Unicode-aware for str patterns: letters and digits of every script count.
-_TOKEN = re.compile(r"\w+")
+__all__ = ["MAX_TOKENS", "keyword_search", "match_expression"]
 
 
 def owner_token(api_key_id: str) -> str:
@@ -28,17 +30,10 @@ def match_expression(query: str) -> str | None:
     """Turn free text into a safe FTS5 expression: its topic words, quoted, OR-ed together.
 
     No input can raise an FTS5 syntax error: only word characters survive, and each word
-    is a quoted string. Stop words ("what", "is", "my") are left out. Returns None when no
-    word is left: then there is nothing to search, and nothing is found.
+    is a quoted string. Returns None when no word is left: then there is nothing to search,
+    and nothing is found.
     """
-    if len(query) > MAX_QUERY_CHARS:
-        half = MAX_QUERY_CHARS // 2
-        query = f"{query[:half]} {query[-half:]}"
-    tokens = list(dict.fromkeys(token.casefold() for token in _TOKEN.findall(query)))
-    tokens = [token for token in tokens if token not in STOP_WORDS]
-    tokens = [token.replace("_", " ").strip() for token in tokens[:MAX_TOKENS]]
-    quoted = [f'"{token}"' for token in tokens if token]
-    return " OR ".join(quoted) or None
+    return " OR ".join(f'"{word}"' for word in topic_words(query)) or None
 
 
 def keyword_search(
@@ -51,32 +46,30 @@ def keyword_search(
     created_after: str | None = None,
     limit: int = 100,
 ) -> list[tuple[Memory, float]]:
-    """Return (memory, score) for one owner's live memories matching `query`, best first.
-
-    The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows instead
-    of ranking every owner's matches; the exact api_key_id test stays as the authority.
-    The score is the negated bm25 rank, so higher is better.
-    """
-    words = match_expression(query)
-    if words is None:
-        return []
-    expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
-    parameters = {
-        "expression": expression,
+    """Return (memory, score) for one owner's live memories matching `query`, best first."""
+    filters = {
         "owner": api_key_id,
         "now": now_iso,
         "session": session_id,
         "after": created_after,
         "limit": limit,
     }
-    sql = _search_sql(session_id is not None, created_after is not None)
-    rows = connection.exec_driver_sql(sql, parameters).all()
-    return [(Memory.from_values(row), -row[-1]) for row in rows]
+    if connection.dialect.name == "postgresql":
+        return tsvector_search(connection, topic_words(query), filters)
+    words = match_expression(query)
+    if words is None:
+        return []
+    # The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows
+    # instead of ranking every owner's matches; the exact api_key_id test stays the authority.
+    expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
+    sql = _fts5_sql(session_id is not None, created_after is not None)
+    rows = connection.exec_driver_sql(sql, {**filters, "expression": expression}).all()
+    return [(Memory.from_values(row), -row[-1]) for row in rows]  # bm25: lower is better
 
 
 @cache
-def _search_sql(by_session: bool, by_age: bool) -> str:
-    """The search statement, built once per combination of filters.
+def _fts5_sql(by_session: bool, by_age: bool) -> str:
+    """The FTS5 statement, built once per combination of filters.
 
     CROSS JOIN keeps FTS5 as the outer loop: SQLite would otherwise scan the owner's rows and
     run the MATCH once for each (670 ms instead of 5 ms at 10k memories). SQLAlchemy cannot
@@ -84,15 +77,9 @@ def _search_sql(by_session: bool, by_age: bool) -> str:
     compiled once here.
     """
     m = memories.alias("m")
-    conditions = [
-        m.c.api_key_id == bindparam("owner"),
-        not_expired(m.c.expires_at, bindparam("now")),
-    ]
-    if by_session:
-        conditions.append(m.c.session_id == bindparam("session"))
-    if by_age:
-        conditions.append(m.c.created_at >= bindparam("after"))
-    where = and_(*conditions).compile(dialect=sqlite.dialect(paramstyle="named"))
+    where = search_conditions(m, by_session, by_age).compile(
+        dialect=sqlite.dialect(paramstyle="named")
+    )
     columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
     return f"""
         SELECT {columns}, bm25(memory_fts, 1.0, 1.0, 0.0) AS rank

@@ -106,7 +106,8 @@ class Retriever:
     @property
     def vector_store(self) -> str:
         """Where the vectors live, as reports name it."""
-        return "sqlite-vec" if self.store.db.vectors.available else "none"
+        vectors = self.store.db.vectors
+        return vectors.backend if vectors.available else "none"
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -210,7 +211,7 @@ class Retriever:
     def _embedder(self, settings: Mapping[str, Any], ranking: Ranking):
         """The embedder whose vectors the index holds, or None (with the reason)."""
         if not self.store.db.vectors.available:
-            ranking.fallback_reason = "sqlite-vec is not loaded"
+            ranking.fallback_reason = _unavailable(self.store.db.vectors)
             return None
         if self.sources is None:
             ranking.fallback_reason = "no embedding sources"
@@ -257,6 +258,10 @@ class Retriever:
             ).mappings()
             found = [(Memory.from_row(row), similar[row["seq"]]) for row in rows]
         return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+def _unavailable(vectors) -> str:
+    return f"{vectors.backend} is not available: {vectors.error}"
 
 
 def fuse(

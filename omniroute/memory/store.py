@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from ..clock import to_iso, utc_now
-from ..db import Database
+from ..db import Database, is_unique_violation
 from ..tables import memories
 from . import history as audit
 from .conditions import live_matching, matching
@@ -119,6 +119,7 @@ class MemoryStore:
             "expires_at": expires_at,
         }
         with self._joined(connection, self.db.write) as conn:
+            self.db.take_turns(conn, "memory-key", api_key_id, key)
             existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
             if existing is not None and existing.is_expired(now):
                 self._delete_row(conn, existing, now)
@@ -158,6 +159,7 @@ class MemoryStore:
         with self._joined(connection, self.db.write) as conn:
             existing = self._live_row(conn, memory_id, now)
             if "key" in changes and changes["key"] != existing.key:
+                self.db.take_turns(conn, "memory-key", existing.api_key_id, changes["key"])
                 holder = self._row(
                     conn,
                     memories.c.api_key_id == existing.api_key_id,
@@ -336,7 +338,7 @@ class MemoryStore:
         try:
             conn.execute(insert(memories).values(**values))
         except IntegrityError as exc:
-            if "UNIQUE" not in str(exc.orig):
+            if not is_unique_violation(exc):
                 raise
             # A concurrent writer took the key first.
             raise KeyConflict(f"key {key!r} was created concurrently") from exc

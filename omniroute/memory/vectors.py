@@ -1,13 +1,15 @@
-"""Memory vectors in sqlite-vec: one vec0 table, partitioned by owner.
+"""Memory vectors: the index's shared record, and sqlite-vec's vec0 table partitioned by owner.
 
-The owner is the vec0 partition key, so a KNN search runs inside one tenant (the reference
-took a global top-k and filtered afterwards, starving every tenant but the largest). Rows
-are keyed by memories.seq. memory_vec_meta records the embedding signature the vectors were
-made with; a new signature rebuilds the table and marks every memory for re-embedding.
+Every index keys its rows by memories.seq and searches inside one tenant (the reference
+took a global top-k and filtered afterwards, starving every tenant but the largest).
+memory_vec_meta records the embedding signature the vectors were made with; a new signature
+rebuilds the index and marks every memory for re-embedding. On SQLite the owner is the vec0
+partition key; PostgreSQL's pgvector index is in pgvector.py.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,13 +34,10 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
-class VectorIndex:
-    def __init__(self, quantization: str = "none") -> None:
-        if quantization not in QUANTIZATIONS:
-            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
-        self.quantization = quantization
-        # int8 vectors are stored quantised; queries are quantised the same way.
-        self._value = "vec_quantize_int8(?, 'unit')" if quantization == "int8" else "?"
+class VectorIndex(ABC):
+    """What every vector index does; the record of its signature is shared."""
+
+    quantization = "none"
 
     def meta(self, conn: Connection) -> VectorMeta:
         row = conn.execute(select(memory_vec_meta)).mappings().one()
@@ -49,6 +48,52 @@ class VectorIndex:
             bool(row["vec_loaded"]),
         )
 
+    def record_reset(self, conn: Connection, signature: str, dim: int) -> None:
+        """Every memory needs a vector of the new signature: record it, mark them all."""
+        conn.execute(update(memories).values(needs_reindex=1))
+        conn.execute(
+            update(memory_vec_meta).values(
+                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso(), vec_loaded=1
+            )
+        )
+
+    @abstractmethod
+    def exists(self, conn: Connection) -> bool: ...
+
+    @abstractmethod
+    def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
+        """Make the index hold vectors of this signature; True when it had to be rebuilt."""
+        ...
+
+    @abstractmethod
+    def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
+        """Store (seq, owner, vector) rows, replacing any vector a seq had."""
+        ...
+
+    @abstractmethod
+    def delete(self, conn: Connection, seqs: list[int]) -> None: ...
+
+    @abstractmethod
+    def search(
+        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """The owner's k nearest vectors as (seq, cosine similarity), best first."""
+        ...
+
+    @abstractmethod
+    def count(self, conn: Connection) -> int: ...
+
+
+class SqliteVecIndex(VectorIndex):
+    """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
+
+    def __init__(self, quantization: str = "none") -> None:
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
+        self.quantization = quantization
+        # int8 vectors are stored quantised; queries are quantised the same way.
+        self._value = "vec_quantize_int8(?, 'unit')" if quantization == "int8" else "?"
+
     def exists(self, conn: Connection) -> bool:
         found = conn.exec_driver_sql(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
@@ -56,7 +101,6 @@ class VectorIndex:
         return found is not None
 
     def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
-        """Make the table hold vectors of this signature; True when it had to be rebuilt."""
         if self.meta(conn).signature == signature and self.exists(conn):
             return False
         element = "int8" if self.quantization == "int8" else "float"
@@ -65,16 +109,10 @@ class VectorIndex:
             f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
             f"owner TEXT PARTITION KEY, embedding {element}[{dim}] distance_metric=cosine)"
         )
-        conn.execute(update(memories).values(needs_reindex=1))
-        conn.execute(
-            update(memory_vec_meta).values(
-                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso(), vec_loaded=1
-            )
-        )
+        self.record_reset(conn, signature, dim)
         return True
 
     def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
-        """Store (seq, owner, vector) rows, replacing any vector a seq had."""
         self.delete(conn, [seq for seq, _, _ in items])
         conn.exec_driver_sql(
             f"INSERT INTO {TABLE} (rowid, owner, embedding) VALUES (?, ?, {self._value})",
@@ -88,7 +126,6 @@ class VectorIndex:
     def search(
         self, conn: Connection, owner: str, vector: np.ndarray, k: int
     ) -> list[tuple[int, float]]:
-        """The owner's k nearest vectors as (seq, cosine similarity), best first."""
         if not self.exists(conn):
             return []
         rows = conn.exec_driver_sql(

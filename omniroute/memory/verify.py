@@ -28,29 +28,35 @@ class VerifyResult:
 
 def verify_pipeline(store: MemoryStore) -> VerifyResult:
     started = time.perf_counter()
+    stage = ["writing"]
     try:
-        _round_trip(store)
+        _round_trip(store, stage)
     except Exception as exc:
-        return VerifyResult(False, _elapsed_ms(started), f"{type(exc).__name__}: {exc}")
+        error = f"{stage[0]} failed: {type(exc).__name__}: {exc}"
+        return VerifyResult(False, _elapsed_ms(started), error)
     return VerifyResult(True, _elapsed_ms(started))
 
 
-def _round_trip(store: MemoryStore) -> None:
+def _round_trip(store: MemoryStore, stage: list[str]) -> None:
+    """Each step names itself in `stage` first, so a failure says where it happened."""
     key = f"__extraction_test__{uuid.uuid4().hex}"
     with store.db.scratch() as conn:
         memory, _ = store.create(
             api_key_id=HEALTH_CHECK_OWNER, key=key, content=TEST_CONTENT, connection=conn
         )
+        stage[0] = "listing"
         page = store.list_page(
             MemoryFilter(api_key_id=HEALTH_CHECK_OWNER), limit=100, connection=conn
         )
         if memory.id not in {m.id for m in page.data}:
             raise RuntimeError("the test memory was written but not listed")
+        stage[0] = "keyword search"
         found = keyword_search(
             conn, api_key_id=HEALTH_CHECK_OWNER, query=TEST_CONTENT, now_iso=store.now()
         )
         if memory.id not in {m.id for m, _ in found}:
-            raise RuntimeError("the test memory was written but keyword search missed it")
+            raise RuntimeError("the test memory was written but not found")
+        stage[0] = "deleting"
         if not store.delete(memory.id, connection=conn):
             raise RuntimeError("the test memory could not be deleted")
 

@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from ...clock import now_iso
 from ...db import Database
@@ -32,7 +31,7 @@ class SharedModels:
             for path in sorted(folder.rglob("*")):
                 if path.is_file():
                     archive.write(path, path.relative_to(folder).as_posix())
-        statement = sqlite_insert(model_files).values(
+        statement = self.db.insert(model_files).values(
             name=folder.name, archive=buffer.getvalue(), created_at=now_iso()
         )
         with self.db.write() as conn:

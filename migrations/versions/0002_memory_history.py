@@ -1,0 +1,9 @@
+"""The audit trail: one row for each create, update and delete of a memory."""
+
+from omniroute.migrate import run_sql_step
+
+revision, down_revision = "0002", "0001"
+
+
+def upgrade() -> None:
+    run_sql_step(revision)

@@ -1,0 +1,57 @@
+"""Keyword search on PostgreSQL: the stored tsvector of each memory, a GIN index, ts_rank_cd.
+
+Each memory is indexed with its own language's configuration (migrations/postgresql/0001:
+english, dutch or german, else simple), so its words are Snowball-stemmed. A query's
+language is not known, so its topic words are stemmed by every configuration and the
+tsqueries OR-ed: "editors" then finds an English "editor", "Katzen" a German "Katze".
+Diacritics are folded on both sides (omr_fold), so "munchen" finds "München".
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.dialects import postgresql
+
+from ..tables import memories
+from .conditions import search_conditions
+from .model import MEMORY_COLUMNS, Memory
+
+CONFIGURATIONS = ("english", "dutch", "german", "simple")
+
+
+def tsvector_search(
+    connection: Connection, words: list[str], filters: dict[str, Any]
+) -> list[tuple[Memory, float]]:
+    """(memory, ts_rank_cd) for the owner's live memories with any of `words`, best first.
+
+    `filters` holds the bind values: owner, now, session, after and limit. The words are
+    word characters only, joined by websearch_to_tsquery's `or`, so no query raises a
+    syntax error.
+    """
+    if not words:
+        return []
+    sql = _tsvector_sql(filters["session"] is not None, filters["after"] is not None)
+    rows = connection.exec_driver_sql(sql, {**filters, "words": " or ".join(words)}).all()
+    return [(Memory.from_values(row), float(row[-1])) for row in rows]
+
+
+@cache
+def _tsvector_sql(by_session: bool, by_age: bool) -> str:
+    m = memories.alias("m")
+    where = search_conditions(m, by_session, by_age).compile(
+        dialect=postgresql.dialect(paramstyle="pyformat")
+    )
+    query = " || ".join(
+        f"websearch_to_tsquery('{name}', omr_fold(%(words)s))" for name in CONFIGURATIONS
+    )
+    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    return f"""
+        SELECT {columns}, ts_rank_cd(m.search_vector, q.query) AS rank
+        FROM memories AS m, (SELECT {query} AS query) AS q
+        WHERE m.search_vector @@ q.query AND {where}
+        ORDER BY rank DESC, m.seq DESC
+        LIMIT %(limit)s
+    """

@@ -63,4 +63,5 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
 
 def _configure_logging(level: str) -> None:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger(PACKAGE).setLevel(level)
+    for name in (PACKAGE, "jobs"):  # the job functions log what they did, at the same level
+        logging.getLogger(name).setLevel(level)

@@ -1,7 +1,8 @@
 """Background jobs: RQ on Redis when REDIS_URL is set, else a thread pool in this process.
 
 `enqueue` returns at once: handing the job to Redis happens on the pool too, so a slow or
-unreachable Redis never delays a response. When Redis cannot take a job (down, timing out),
+unreachable Redis never delays a response (a job that asks for another, in a worker, hands
+it to Redis itself: no response waits there). When Redis cannot take a job (down, timing out),
 the job runs in this process instead, so an extraction is not lost while Redis is down.
 Either way a failing job is retried 3 times with backoff; on RQ it then stays in RQ's failed
 job registry. Jobs are functions that take ids and plain values, never objects.
@@ -19,7 +20,7 @@ from typing import Any
 
 import redis
 from flask import Flask
-from rq import Queue, Retry, Worker
+from rq import Queue, Retry, Worker, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import import_attribute
@@ -65,7 +66,12 @@ class JobQueue:
                     return None
                 self._waiting.add(unique_id)
         job_id = unique_id or uuid.uuid4().hex
-        self._submit(self._dispatch, queue_name, func, args, job_id)
+        if get_current_job() is not None:
+            # Inside an RQ job, in the work horse RQ forked for it: the horse exits when the
+            # job returns, before a pool thread would hand this on. Hand it on now.
+            self._dispatch(queue_name, func, args, job_id)
+        else:
+            self._submit(self._dispatch, queue_name, func, args, job_id)
         return job_id
 
     def wait(self, timeout: float | None = None) -> None:

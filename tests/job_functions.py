@@ -1,6 +1,7 @@
 """Job functions for the queue tests; module-level so that an RQ worker can import them."""
 
 import time
+from pathlib import Path
 
 CALLS: list[str] = []
 
@@ -19,3 +20,14 @@ def fails_twice(label: str) -> None:
 def sleeps(seconds: float) -> None:
     """A job that runs long enough to be caught by a shutdown."""
     time.sleep(seconds)
+
+
+def asks_for_another(marker: str) -> None:
+    """From inside its job, asks for a follow-up job (as extraction asks for a backfill)."""
+    from omniroute.services import services
+
+    services().jobs.enqueue("default", "tests.job_functions.leaves_a_mark", marker)
+
+
+def leaves_a_mark(marker: str) -> None:
+    Path(marker).write_text("ran")

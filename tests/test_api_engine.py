@@ -40,7 +40,7 @@ def preview(client, owner, **body):
     )
 
 
-def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner):
+def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner, svc):
     response = preview(client, owner, strategy="hybrid")
     assert response.status_code == 200
     result = response.json
@@ -54,7 +54,7 @@ def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner):
     assert result["resolution"] == {
         "embeddingSource": "static",
         "embeddingModel": "static-minilm-256",
-        "vectorStore": "sqlite-vec",
+        "vectorStore": svc.db.vectors.backend,
         "strategyUsed": "hybrid",
         "fusion": "blend",
         "rerankApplied": False,
@@ -97,9 +97,10 @@ def test_preview_refuses_bad_input_naming_the_field(client, owner, change, field
     assert field in [d["field"] for d in response.json["error"]["details"]]
 
 
-def test_engine_status_reports_every_part(client, owner):
+def test_engine_status_reports_every_part(client, owner, store_kind):
     status = client.get("/api/memory/engine-status", headers=ADMIN).json
-    assert status["keyword"] == {"available": True, "backend": "FTS5"}
+    backend = {"sqlite": "FTS5", "postgresql": "tsvector"}[store_kind]
+    assert status["keyword"] == {"available": True, "backend": backend}
     assert status["embedding"]["source"] == "static"
     assert status["embedding"]["dimensions"] == 256
     vectors = status["vectorStore"]

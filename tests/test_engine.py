@@ -9,7 +9,7 @@ from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.retrieval import RetrievalOptions, Retriever
 from omniroute.memory.vectors import SqliteVecIndex
-from tests.helpers import ADMIN_TOKEN, eventually
+from tests.helpers import app_settings, eventually
 
 pytestmark = pytest.mark.both_stores
 
@@ -157,6 +157,7 @@ def test_without_a_source_search_falls_back_to_keywords_and_says_why(svc, alice)
     assert [item.memory.key for item in ranking.items] == ["city"]
 
 
+@pytest.mark.sqlite_only
 def test_int8_vectors_work_too(svc, alice):
     svc.vectors = svc.retriever.index = svc.backfill.index = SqliteVecIndex("int8")
     svc.memories.vectors = svc.vectors
@@ -217,23 +218,33 @@ def test_while_the_index_holds_another_models_vectors_search_uses_keywords(svc, 
     assert [item.memory.key for item in ranking.items] == ["city"]
 
 
-def test_without_sqlite_vec_search_uses_keywords_and_says_why(tmp_path, monkeypatch, static_path):
-    monkeypatch.setattr(sqlite_vec, "load", lambda conn: (_ for _ in ()).throw(OSError("no vec")))
-    app = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "MEMORY_STATIC_MODEL": str(static_path),
-        }
-    )
+def _falls_back_without_vectors(tmp_path, static_path, database_url, reason):
+    """An app whose database cannot hold vectors: keyword search, and the reason, everywhere."""
+    app = create_app(app_settings(tmp_path, database_url, MEMORY_STATIC_MODEL=str(static_path)))
     svc = app.extensions["omniroute"]
     svc.memory_settings.update({"staticEnabled": True})
     svc.memories.create(api_key_id="alice", key="city", content="We moved to Lisbon")
-    assert svc.backfill.run().reason == "sqlite-vec is not loaded"
+    assert svc.backfill.run().reason == reason
     ranking = rank(svc, "Lisbon", strategy="hybrid")
-    assert ranking.fallback_reason == "sqlite-vec is not loaded"
+    assert ranking.fallback_reason == reason
     assert [item.memory.key for item in ranking.items] == ["city"]
+    status = svc.engine_report()["vectorStore"]
+    assert (status["available"], status["rowCount"]) == (False, 0)
     svc.close()
+
+
+@pytest.mark.sqlite_only
+def test_without_sqlite_vec_search_uses_keywords_and_says_why(tmp_path, monkeypatch, static_path):
+    monkeypatch.setattr(sqlite_vec, "load", lambda conn: (_ for _ in ()).throw(OSError("no vec")))
+    _falls_back_without_vectors(tmp_path, static_path, None, "sqlite-vec is not available: no vec")
+
+
+@pytest.mark.sqlite_only
+def test_on_postgresql_without_pgvector_search_uses_keywords_and_says_why(
+    tmp_path, static_path, system_postgres
+):
+    reason = "pgvector is not available: this PostgreSQL server has no pgvector extension"
+    _falls_back_without_vectors(tmp_path, static_path, system_postgres.url, reason)
 
 
 def test_closing_the_services_stops_the_search_threads(svc, alice):

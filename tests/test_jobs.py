@@ -133,6 +133,19 @@ def test_a_failing_rq_job_is_retried_three_times_then_kept_as_failed(
     assert failed.get_job_ids() == [job_id]
 
 
+def test_a_job_that_asks_for_another_in_a_real_worker_gets_it_run(make_app, redis_db, tmp_path):
+    # Regression: the request went to a pool thread of RQ's work horse, which exits when its
+    # job returns: a worker's extraction never got its backfill, nor a built model its use.
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    jobs = app.extensions["omniroute"].jobs
+    marker = tmp_path / "follow-up-ran"
+    jobs.enqueue("default", job_functions.asks_for_another, str(marker))
+    jobs.wait(10)
+    result = run_worker(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert marker.read_text() == "ran", result.stderr
+
+
 @pytest.fixture
 def local_jobs(make_app, monkeypatch):
     monkeypatch.setattr(queue, "LOCAL_RETRY_INTERVALS", (0, 0, 0))

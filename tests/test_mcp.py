@@ -205,19 +205,22 @@ def test_http_needs_a_valid_bearer_token(gateway, headers):
     assert response.status_code == 401
 
 
-def stdio_parameters(tmp_path, secret: str) -> StdioServerParameters:
+def stdio_parameters(tmp_path, secret: str, database_url: str | None) -> StdioServerParameters:
     env = environment(DATA_DIR=str(tmp_path), OMNIROUTE_API_KEY=secret, LOG_LEVEL="WARNING")
+    if database_url:
+        env["DATABASE_URL"] = database_url
     return StdioServerParameters(
         command=sys.executable, args=["-m", "omniroute.mcp"], env=env, cwd=str(ROOT)
     )
 
 
 @pytest.mark.slow
-def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys):
+def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys, database_url):
     alice_id, secret = keys["alice"]
 
     async def work():
-        async with stdio_client(stdio_parameters(tmp_path, secret)) as (read, write):
+        parameters = stdio_parameters(tmp_path, secret, database_url)
+        async with stdio_client(parameters) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS

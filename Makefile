@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # Reinstalls only when a requirements file is newer than the last install.
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-models.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@

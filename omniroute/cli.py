@@ -59,9 +59,14 @@ def reindex_command(force: bool) -> None:
 
 @memory_cli.command("build-static")
 def build_static_command() -> None:
-    """Distill the default static embedding model into DATA_DIR/embeddings (about 15 s)."""
+    """Distill the default static model into DATA_DIR/embeddings and keep it in the database.
+
+    About 15-40 s. Every process of this database then restores it instead of building one,
+    the slim install (which cannot build) included.
+    """
     path = build_default_static(current_app.config["DATA_DIR"])
-    click.echo(f"static model ready at {path}")
+    services().shared_models.publish(path)
+    click.echo(f"static model ready at {path} and kept in the database {services().db.url}")
 
 
 def init_app(app: Flask) -> None:

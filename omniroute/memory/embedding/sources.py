@@ -24,11 +24,17 @@ from .shared_models import SharedModels
 from .static_model import (
     StaticEmbedder,
     build_state,
+    can_distill,
     default_static_path,
     is_building,
     is_static_model,
 )
-from .transformers_model import TransformersEmbedder
+from .transformers_model import (
+    LOCAL_MODEL_PACKAGES,
+    SLIM_INSTALL,
+    TransformersEmbedder,
+    missing_packages,
+)
 
 SOURCE_ORDER = {
     "auto": ("remote", "static", "transformers"),
@@ -153,6 +159,11 @@ class EmbeddingSources:
         if not is_static_model(path):
             if self._on_static_missing is None or configured:
                 return None, f"no model2vec model at {path}"
+            if not can_distill():
+                return None, (
+                    f"no static model here or in the database, and building one is {SLIM_INSTALL}"
+                    ": run `flask --app app memory build-static` where it is"
+                )
             if not is_building(path):
                 self._on_static_missing()
             return None, f"the static model is being built into {path}"
@@ -162,4 +173,7 @@ class EmbeddingSources:
         if not settings["transformersEnabled"]:
             return None, "transformersEnabled is false"
         path = self._config.get("MEMORY_TRANSFORMERS_MODEL")
+        # A model folder of one's own needs torch and transformers, the packaged one its package.
+        if missing := missing_packages(LOCAL_MODEL_PACKAGES[:2] if path else LOCAL_MODEL_PACKAGES):
+            return None, f"{', '.join(missing)}: {SLIM_INSTALL}"
         return self._cached(("transformers", path), lambda: TransformersEmbedder(path)), None

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...clock import to_iso
 from .base import normalised
-from .transformers_model import default_model_path
+from .transformers_model import LOCAL_MODEL_PACKAGES, default_model_path, missing_packages
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,11 @@ STALE_BUILD_SECONDS = 600
 
 class BuildInProgress(RuntimeError):
     """Another process or thread is building the static model right now."""
+
+
+def can_distill() -> bool:
+    """Whether this install can build the static model (the slim one cannot)."""
+    return not missing_packages((*LOCAL_MODEL_PACKAGES, "sklearn"))
 
 
 def default_static_path(data_dir: str) -> Path:

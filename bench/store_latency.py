@@ -1,8 +1,9 @@
-"""Latency of the memory store on a real SQLite file: median and p95 per operation.
+"""Latency of the memory store, SQLite or PostgreSQL: median and p95 per operation.
 
 Two tenants of N memories each (default 10,000); every figure is for one call from Python,
-the way the API and the proxy call the store. Run with `make bench` or
-`python bench/store_latency.py --memories 10000 --repeat 200`.
+the way the API and the proxy call the store. Then the add throughput through the REST API
+(POST /api/memory, one memory a request, through Flask's test client). Run with
+`make bench` or `python bench/store_latency.py --store postgresql --memories 10000`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stores import STORES, database_url  # noqa: E402
 from omniroute import migrate  # noqa: E402
 from omniroute.db import Database  # noqa: E402
+from omniroute.factory import create_app  # noqa: E402
 from omniroute.memory.fts import keyword_search  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
@@ -64,11 +67,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--store", choices=STORES, default="sqlite")
+    parser.add_argument("--api-adds", type=int, default=1000)
     args = parser.parse_args()
     rng = random.Random(7)
 
-    with tempfile.TemporaryDirectory() as folder:
-        database = Database(f"sqlite:///{folder}/bench.db")
+    with tempfile.TemporaryDirectory() as folder, database_url(args.store, folder) as url:
+        database = Database(url)
         migrate.upgrade(database)
         store = MemoryStore(database)
         started = time.perf_counter()
@@ -106,7 +111,7 @@ def main() -> None:
             "record access of 10": lambda: store.record_access(dict.fromkeys(ids[:10], 1)),
         }
         print(
-            f"memory store, {args.memories:,} memories in each of 2 keys "
+            f"memory store on {args.store}, {args.memories:,} memories in each of 2 keys "
             f"(loaded in {load_s:.1f} s), {args.repeat} calls each"
         )
         print(f"{'operation':<36} {'median ms':>10} {'p95 ms':>10}")
@@ -114,6 +119,29 @@ def main() -> None:
             median, p95 = measure(operation, args.repeat)
             print(f"{name:<36} {median:>10.2f} {p95:>10.2f}")
         database.dispose()
+        api_adds(folder, url, args.api_adds, rng)
+
+
+def api_adds(folder: str, url: str, count: int, rng: random.Random) -> None:
+    """POST /api/memory `count` times for one key: memories added a second, and the median."""
+    app = create_app({"DATA_DIR": folder, "DATABASE_URL": url, "OMNIROUTE_ADMIN_TOKEN": "bench"})
+    client = app.test_client()
+    headers = {"Authorization": "Bearer bench"}
+    key = client.post("/api/keys", json={"name": "bench"}, headers=headers).json
+    timings = []
+    started = time.perf_counter()
+    for number in range(count):
+        body = {"apiKeyId": key["id"], "key": f"api:{number}", "content": sentence(rng)}
+        began = time.perf_counter()
+        response = client.post("/api/memory", json=body, headers=headers)
+        timings.append((time.perf_counter() - began) * 1000)
+        assert response.status_code == 201, response.json
+    elapsed = time.perf_counter() - started
+    print(
+        f"API add throughput: {count} POST /api/memory in {elapsed:.1f} s = "
+        f"{count / elapsed:,.0f} memories/s (median {statistics.median(timings):.2f} ms)"
+    )
+    app.extensions["omniroute"].close()
 
 
 if __name__ == "__main__":

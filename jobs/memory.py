@@ -52,7 +52,10 @@ def backfill_vectors() -> int:
     """Embed every memory that still needs a vector; return how many got one."""
     progress = services().backfill.run()
     job = get_current_job()
-    log.info(
+    # A run that had nothing to do (no source yet, nothing pending) is no news at INFO.
+    level = logging.INFO if progress.processed or progress.errors else logging.DEBUG
+    log.log(
+        level,
         "job %s: %d memories embedded, %d errors%s",
         job.id if job else "in-process",
         progress.processed,

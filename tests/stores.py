@@ -13,6 +13,7 @@ import os
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -90,14 +91,19 @@ class TestDatabase:
         self._admin.dispose()
 
 
-@pytest.fixture(scope="session")
-def pgvector_server(tmp_path_factory) -> Iterator[str]:
-    """pgserver's PostgreSQL 16 with pgvector, on a Unix socket in a temp dir."""
+def start_pgvector_server(folder: Path):
+    """pgserver's PostgreSQL 16 with pgvector, on a Unix socket in `folder` (about 1 s);
+    `.get_uri()` is its URL, `.cleanup()` stops it."""
     with warnings.catch_warnings():  # platformdirs: "XDG_RUNTIME_DIR is not set", harmless
         warnings.simplefilter("ignore")
         import pgserver
 
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    return pgserver.get_server(folder, cleanup_mode="stop")
+
+
+@pytest.fixture(scope="session")
+def pgvector_server(tmp_path_factory) -> Iterator[str]:
+    server = start_pgvector_server(tmp_path_factory.mktemp("pgdata"))
     yield server.get_uri()
     server.cleanup()
 

@@ -1,0 +1,44 @@
+"""Both stores for the benchmarks, so that each figure can be read for SQLite and PostgreSQL.
+
+PostgreSQL is a database made for the run on BENCH_POSTGRES_URL when that is set (a server of
+your own, with pgvector), else on a pgserver PostgreSQL 16 with pgvector started in the
+run's temp folder; the database is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from omniroute.db import Database
+from omniroute.memory.pgvector import PgVectorIndex
+from omniroute.memory.vectors import SqliteVecIndex, VectorIndex
+from tests.stores import TestDatabase, start_pgvector_server
+
+STORES = ("sqlite", "postgresql")
+
+
+@contextmanager
+def database_url(store: str, folder: str) -> Iterator[str]:
+    """The URL of an empty database of the given store, for the length of the block."""
+    if store == "sqlite":
+        yield f"sqlite:///{folder}/bench.db"
+        return
+    server, base = None, os.environ.get("BENCH_POSTGRES_URL")
+    if not base:
+        server = start_pgvector_server(Path(folder) / "pgdata")
+        base = server.get_uri()
+    database = TestDatabase(base)
+    try:
+        yield database.url
+    finally:
+        database.drop()
+        if server is not None:
+            server.cleanup()
+
+
+def vector_index(database: Database) -> VectorIndex:
+    """The vector index the service would build for this database."""
+    return PgVectorIndex() if database.dialect == "postgresql" else SqliteVecIndex()

@@ -3,8 +3,9 @@
 Each memory is indexed with its own language's configuration (migrations/postgresql/0001:
 english, dutch or german, else simple), so its words are Snowball-stemmed. A query's
 language is not known, so its topic words are stemmed by every configuration and the
-tsqueries OR-ed: "editors" then finds an English "editor", "Katzen" a German "Katze".
-Diacritics are folded on both sides (omr_fold), so "munchen" finds "München".
+lexemes OR-ed (as websearch_to_tsquery's `or` would, without its syntax): "editors" then
+finds an English "editor", "Katzen" a German "Katze". Diacritics are folded on both sides
+(omr_fold), so "munchen" finds "München".
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ def tsvector_search(
     """(memory, ts_rank_cd) for the owner's live memories with any of `words`, best first.
 
     `filters` holds the bind values: owner, now, session, after and limit. The words are
-    word characters only, joined by websearch_to_tsquery's `or`, so no query raises a
-    syntax error.
+    parsed as text (to_tsvector), never as query syntax, so no query raises a syntax error.
     """
     if not words:
         return []
     sql = _tsvector_sql(filters["session"] is not None, filters["after"] is not None)
-    rows = connection.exec_driver_sql(sql, {**filters, "words": " or ".join(words)}).all()
+    rows = connection.exec_driver_sql(sql, {**filters, "words": " ".join(words)}).all()
     return [(Memory.from_values(row), float(row[-1])) for row in rows]
 
 
@@ -44,13 +44,18 @@ def _tsvector_sql(by_session: bool, by_age: bool) -> str:
     where = search_conditions(m, by_session, by_age).compile(
         dialect=postgresql.dialect(paramstyle="pyformat")
     )
-    query = " || ".join(
-        f"websearch_to_tsquery('{name}', omr_fold(%(words)s))" for name in CONFIGURATIONS
+    # Every configuration's lexemes of the words, each once (a tsvector keeps distinct
+    # lexemes), OR-ed: a third the terms of OR-ing each configuration's whole tsquery, and
+    # ts_rank_cd's work grows with them.
+    stems = " || ".join(f"to_tsvector('{name}', omr_fold(%(words)s))" for name in CONFIGURATIONS)
+    query = (
+        "SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery"
+        f" FROM unnest(tsvector_to_array({stems})) AS lexeme"
     )
     columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
     return f"""
         SELECT {columns}, ts_rank_cd(m.search_vector, q.query) AS rank
-        FROM memories AS m, (SELECT {query} AS query) AS q
+        FROM memories AS m, ({query}) AS q (query)
         WHERE m.search_vector @@ q.query AND {where}
         ORDER BY rank DESC, m.seq DESC
         LIMIT %(limit)s

@@ -10,6 +10,23 @@ from rq.worker import HerokuWorker
 from . import QUEUES
 
 
+class GatewayWorker(HerokuWorker):
+    """RQ's HerokuWorker that registers again when Redis lost its record of it.
+
+    A Redis restart (or a flush) loses the worker registry while the worker reconnects and
+    goes on working, so engine-status said "no worker is running" about a working worker.
+    Its heartbeat is its health probe: an idle heartbeat that finds no record writes it anew
+    (RQ sends one as soon as Redis answers again, and after every job).
+    """
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        if pipeline is None and not self.connection.exists(self.key):
+            self.log.info("Worker %s: Redis lost the worker's record; registering again", self.name)
+            self.register_birth()
+            return
+        super().heartbeat(timeout, pipeline)
+
+
 def worker_connection(url: str) -> redis.Redis:
     """A Redis client of the worker's own, not the web's pooled one.
 
@@ -31,6 +48,6 @@ def run_worker(app: Flask, *, burst: bool = False) -> None:
     with app.app_context():
         # On SIGTERM (a platform's restart or deploy) the current job is stopped within 6 s
         # and fails into its retries, well inside the 30 s before SIGKILL: it runs again.
-        worker = HerokuWorker(list(QUEUES), connection=connection)
+        worker = GatewayWorker(list(QUEUES), connection=connection)
         worker.work(burst=burst, logging_level=app.config["LOG_LEVEL"], with_scheduler=True)
     connection.close()

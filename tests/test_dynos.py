@@ -14,8 +14,18 @@ from pathlib import Path
 
 import openai
 import pytest
+import redis
 
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually, free_port
+from omniroute.factory import create_app
+from omniroute.memory.model import MemoryFilter
+from tests.helpers import (
+    ADMIN_TOKEN,
+    REDIS_TEST_URL,
+    app_settings,
+    environment,
+    eventually,
+    free_port,
+)
 from tests.test_processes import call
 
 pytestmark = pytest.mark.slow
@@ -132,3 +142,90 @@ def test_the_worker_answers_its_health_probe_in_engine_status(dynos):
 
     found = eventually(workers, timeout=30, interval=0.5)
     assert found and all(worker["lastHeartbeat"] for worker in found), found
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A Redis server of this test's own, which it may stop and start again (a restart)."""
+    port = free_port()
+    command = [
+        "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        "--appendonly", "no", "--dir", str(tmp_path),
+    ]  # fmt: skip
+
+    def start() -> subprocess.Popen:
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        client = redis.Redis(port=port)
+        assert eventually(lambda: _pings(client), timeout=10), "redis-server did not start"
+        client.close()
+        return server
+
+    servers = [start()]
+    yield f"redis://127.0.0.1:{port}/0", servers, start
+    for server in servers:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return client.ping()
+    except redis.ConnectionError:
+        return False
+
+
+def test_after_a_redis_restart_the_worker_is_listed_again_and_takes_jobs(
+    own_redis, tmp_path, upstream
+):
+    url, servers, start = own_redis
+    app = create_app(
+        app_settings(
+            tmp_path / "web",
+            None,
+            REDIS_URL=url,
+            DATABASE_URL=f"sqlite:///{tmp_path / 'shared.db'}",
+            OMNIROUTE_PROVIDERS=[{"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}],
+        )
+    )
+    svc = app.extensions["omniroute"]
+    svc.memory_settings.update({"enabled": True})
+    env = environment(
+        DATA_DIR=str(tmp_path / "worker"),
+        REDIS_URL=url,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'shared.db'}",
+    )
+    log_path = tmp_path / "worker.log"
+    with log_path.open("w") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "app", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        assert eventually(lambda: svc.jobs.status()["workers"], timeout=30), log_path.read_text()
+        servers[0].terminate()
+        servers[0].wait(timeout=10)
+        servers.append(start())  # empty: the registry, like every key, is gone
+
+        listed = eventually(lambda: svc.jobs.status()["workers"], timeout=60, interval=0.5)
+        assert listed and listed[0]["lastHeartbeat"], log_path.read_text()
+        key, secret = svc.keys.create("after the restart")
+        response = app.test_client().post(
+            "/v1/chat/completions",
+            json={"model": "fake/m", "messages": [{"role": "user", "content": "I prefer Zig."}]},
+            headers={"Authorization": f"Bearer {secret}"},
+        )
+        assert response.status_code == 200
+        stored = eventually(
+            lambda: [m.key for m in svc.memories.find(MemoryFilter(api_key_id=key.id))],
+            timeout=30,
+        )
+        assert stored == ["preference:zig"], log_path.read_text()
+        assert "registering again" in log_path.read_text()
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        svc.close()

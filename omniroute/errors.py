@@ -19,6 +19,7 @@ from werkzeug.exceptions import (
 )
 
 from .db import DatabaseBusy, is_busy
+from .text_rules import UnstorableText
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,11 @@ def unexpected_error_response(error: Exception):
     """
     if isinstance(error, HTTPException):
         return http_error_response(error)
+    if isinstance(error, UnstorableText):  # the edge stops bodies; this is what else got by
+        try:
+            abort_invalid(error.field, error.message)
+        except HTTPException as invalid:
+            return http_error_response(invalid)
     if isinstance(error, DatabaseBusy) or is_busy(error):
         log.warning("database busy: %s", error)
         busy = ServiceUnavailable(retry_after=BUSY_RETRY_AFTER_SECONDS)

@@ -1,35 +1,35 @@
-"""The edge every JSON body passes, whatever the route: nesting and lone surrogates.
+"""The edge every request passes, whatever the route: nesting, lone surrogates, NUL.
 
 Checked once, before any route reads the body, so that no field of any schema (or the /v1
 body, which no schema reads whole) can carry either past it:
 - nesting deeper than MAX_DEPTH (Python's parser raises RecursionError, not a value error,
   on 200,000 brackets) is 400;
-- a string with an unpaired UTF-16 surrogate ("\\ud800" is valid JSON, but no UTF-8 text:
-  SQLite, the templates and every upstream fail on it) is 422 naming the field.
+- a string (or key) with an unpaired UTF-16 surrogate, or a NUL character, is 422 naming
+  the field (text_rules.py says why). A chat body (/v1) may hold NUL: it goes to the
+  provider as sent, and the texts kept for extraction drop it.
+- a query parameter with a NUL character is 422 naming the parameter.
 A body that is not JSON at all is left to the route, which says so in its own words.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Flask, request
 from werkzeug.exceptions import BadRequest
 
 from .errors import abort_invalid
+from .text_rules import NESTED_TOO_DEEP, first_problem, text_problem
 
 MAX_DEPTH = 200
-
-
 TOO_DEEP = f"The JSON body is nested more than {MAX_DEPTH} levels deep."
-LONE_SURROGATE = "Contains an unpaired surrogate (\\ud800-\\udfff): not valid text."
+RELAYED = "/v1/"
 
 
-def check_json_body() -> None:
-    """before_request: refuse a JSON body nested too deeply or holding a lone surrogate."""
-    if not request.is_json:
-        return
-    if not request.get_data(cache=True):
+def check_request() -> None:
+    """before_request: refuse what no route could store (see the module's doc)."""
+    for name, value in request.args.items(multi=True):
+        if problem := text_problem(value):
+            abort_invalid(name, problem)
+    if not request.is_json or not request.get_data(cache=True):
         return
     try:
         # Flask keeps what it parsed: /v1, which reads the body with get_json too, does not
@@ -39,50 +39,15 @@ def check_json_body() -> None:
         raise BadRequest(TOO_DEEP) from None
     if body is None:  # not JSON at all: the route says so in its own words
         return
-    problem = find_problem(body)
-    if problem == TOO_DEEP:
+    allow_nul = request.path.startswith(RELAYED)
+    found = first_problem(body, allow_nul=allow_nul, max_depth=MAX_DEPTH)
+    if found is None:
+        return
+    path, problem = found
+    if problem == NESTED_TOO_DEEP:
         raise BadRequest(TOO_DEEP)
-    if problem is not None:
-        abort_invalid(problem, LONE_SURROGATE)
-
-
-def find_problem(value: Any) -> str | None:
-    """TOO_DEEP, or the path of the first string (or key) with a lone surrogate, or None.
-
-    Walks without recursion, so no depth of nesting can overflow the stack here.
-    """
-    stack: list[tuple[Any, str, int]] = [(value, "body", 0)]
-    while stack:
-        item, path, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return TOO_DEEP
-        if isinstance(item, str):
-            if _has_lone_surrogate(item):
-                return path
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if _has_lone_surrogate(key):
-                    return path
-                stack.append((child, _join(path, key), depth + 1))
-        elif isinstance(item, list):
-            for index, child in enumerate(item):
-                stack.append((child, _join(path, index), depth + 1))
-    return None
-
-
-def _join(path: str, name: object) -> str:
-    return str(name) if path == "body" else f"{path}.{name}"
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    abort_invalid(path or "body", problem)
 
 
 def init_app(app: Flask) -> None:
-    app.before_request(check_json_body)
+    app.before_request(check_request)

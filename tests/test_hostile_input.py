@@ -6,11 +6,13 @@ import json
 
 import pytest
 
-from tests.helpers import ADMIN_TOKEN, csrf_of
+from omniroute.memory.model import MemoryFilter
+from tests.helpers import ADMIN_TOKEN, csrf_of, drained
 
 pytestmark = pytest.mark.both_stores
 
 LONE = "bad \ud800 text"  # a lone surrogate: valid JSON ("\ud800"), not valid text
+NUL = "bad \u0000 text"  # valid JSON ("\u0000"), valid text, and no database text
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
@@ -41,41 +43,53 @@ def memory_body(world, **change):
     return {"apiKeyId": world["key"], "key": "new", "content": "fine", **change}
 
 
-# (method, path, body maker, field the answer must name)
-SURROGATE_CASES = [
-    ("POST", "/api/memory", lambda w: memory_body(w, content=LONE), "content"),
-    ("POST", "/api/memory", lambda w: memory_body(w, key=LONE), "key"),
-    ("POST", "/api/memory", lambda w: memory_body(w, sessionId=LONE), "sessionId"),
-    ("POST", "/api/memory", lambda w: memory_body(w, apiKeyId=LONE), "apiKeyId"),
-    ("POST", "/api/memory", lambda w: memory_body(w, metadata={"note": LONE}), "metadata.note"),
-    ("POST", "/api/memory", lambda w: memory_body(w, metadata={LONE: 1}), "metadata"),
-    ("PUT", "/api/memory/{memory}", lambda w: {"content": LONE}, "content"),
+# (method, path, body maker, field the answer must name), for either kind of bad text
+UNSTORABLE_CASES = [
+    ("POST", "/api/memory", lambda w, b: memory_body(w, content=b), "content"),
+    ("POST", "/api/memory", lambda w, b: memory_body(w, key=b), "key"),
+    ("POST", "/api/memory", lambda w, b: memory_body(w, sessionId=b), "sessionId"),
+    ("POST", "/api/memory", lambda w, b: memory_body(w, apiKeyId=b), "apiKeyId"),
+    ("POST", "/api/memory", lambda w, b: memory_body(w, metadata={"note": b}), "metadata.note"),
+    ("POST", "/api/memory", lambda w, b: memory_body(w, metadata={b: 1}), "metadata"),
+    ("PUT", "/api/memory/{memory}", lambda w, b: {"content": b}, "content"),
     (
         "POST",
         "/api/memory/import",
-        lambda w: {"memories": [memory_body(w, content=LONE)]},
+        lambda w, b: {"memories": [memory_body(w, content=b)]},
         "memories.0.content",
     ),
     (
         "POST",
         "/api/memory/retrieve-preview",
-        lambda w: {"apiKeyId": w["key"], "query": LONE},
+        lambda w, b: {"apiKeyId": w["key"], "query": b},
         "query",
     ),
-    ("POST", "/api/keys", lambda w: {"name": LONE}, "name"),
-    ("POST", "/api/providers", lambda w: {"id": "p2", "baseUrl": f"http://h/{LONE}"}, "baseUrl"),
-    ("PUT", "/api/providers/fake", lambda w: {"apiKey": LONE}, "apiKey"),
-    ("PUT", "/api/providers/fake", lambda w: {"models": ["m", LONE]}, "models.1"),
-    ("PUT", "/api/settings/memory", lambda w: {"customModelId": LONE}, "customModelId"),
-    ("PUT", "/api/settings/memory", lambda w: {"backendConfigs": {"a": LONE}}, "backendConfigs.a"),
-    ("PUT", "/api/settings/gateway", lambda w: {"defaultProvider": LONE}, "defaultProvider"),
+    ("POST", "/api/keys", lambda w, b: {"name": b}, "name"),
+    (
+        "POST",
+        "/api/providers",
+        lambda w, b: {"id": "p2", "baseUrl": f"http://h/{b}"},
+        "baseUrl",
+    ),
+    ("PUT", "/api/providers/fake", lambda w, b: {"apiKey": b}, "apiKey"),
+    ("PUT", "/api/providers/fake", lambda w, b: {"models": ["m", b]}, "models.1"),
+    ("PUT", "/api/settings/memory", lambda w, b: {"customModelId": b}, "customModelId"),
+    (
+        "PUT",
+        "/api/settings/memory",
+        lambda w, b: {"backendConfigs": {"a": b}},
+        "backendConfigs.a",
+    ),
+    ("PUT", "/api/settings/gateway", lambda w, b: {"defaultProvider": b}, "defaultProvider"),
 ]
 
 
-@pytest.mark.parametrize(("method", "path", "make", "field"), SURROGATE_CASES)
-def test_a_lone_surrogate_is_refused_naming_the_field(world, method, path, make, field):
+@pytest.mark.parametrize("bad", [LONE, NUL], ids=["lone-surrogate", "nul"])
+@pytest.mark.parametrize(("method", "path", "make", "field"), UNSTORABLE_CASES)
+def test_unstorable_text_is_refused_naming_the_field(world, method, path, make, field, bad):
+    # NUL: PostgreSQL's text cannot hold it (it was a 500 there), and no memory needs it.
     before = snapshot(world)
-    response = send(world, method, path, make(world))
+    response = send(world, method, path, make(world, bad))
     assert response.status_code == 422, response.json
     assert [d["field"] for d in response.json["error"]["details"]] == [field]
     assert snapshot(world) == before
@@ -189,3 +203,26 @@ def test_a_control_character_in_a_provider_is_refused_when_saved(world, body, fi
     assert response.status_code == 422, response.json
     assert response.json["error"]["details"][0]["field"] == field
     assert snapshot(world) == before
+
+
+def test_a_nul_in_a_query_parameter_is_refused_naming_it(world):
+    response = world["app"].test_client().get("/api/memory?q=a%00b", headers=ADMIN)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == "q"
+
+
+def test_a_chat_may_carry_nul_to_the_provider_and_its_fact_is_kept_without_it(world, upstream):
+    world["svc"].memory_settings.update({"enabled": True})
+    content = "I prefer Rust.\u0000"
+    response = send(
+        world,
+        "POST",
+        "/v1/chat/completions",
+        {"model": "fake/m", "messages": [{"role": "user", "content": content}]},
+        {"Authorization": f"Bearer {world['secret']}"},
+    )
+    assert response.status_code == 200, response.json
+    assert upstream.last_body["messages"][-1]["content"] == content
+    drained(world["svc"])
+    found = world["svc"].memories.find(MemoryFilter(api_key_id=world["key"], type=None))
+    assert "I prefer Rust" in [memory.content for memory in found]

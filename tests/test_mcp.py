@@ -62,6 +62,24 @@ def run(work):
     return anyio.run(work)
 
 
+def test_text_no_database_can_store_is_a_tool_error_and_nothing_is_stored(
+    gateway, gateway_app, keys
+):
+    alice_id, secret = keys["alice"]
+
+    async def work():
+        async with http_session(gateway.url, secret) as session:
+            error, text = await call(session, "omniroute_memory_add", key="k", content="a\u0000b")
+            assert error and "content" in text and "NUL" in text
+            error, text = await call(
+                session, "omniroute_memory_add", key="k", content="ok", metadata={"n": "\u0000"}
+            )
+            assert error and "metadata.n" in text
+
+    run(work)
+    assert gateway_app.extensions["omniroute"].memories.find(_filter(alice_id)) == []
+
+
 def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys):
     alice_id, secret = keys["alice"]
 

@@ -6,6 +6,7 @@ from omniroute.clock import to_iso
 from omniroute.memory.fts import keyword_search
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.store import KeyConflict, MemoryNotFound, MemoryStore
+from omniroute.text_rules import UnstorableText
 from tests.helpers import history, in_minutes
 
 pytestmark = pytest.mark.both_stores
@@ -352,3 +353,20 @@ def test_concurrent_writers_lose_nothing(store):
     assert page.total == 8 * 20 + 1
     shared = next(memory for memory in page.data if memory.key == "shared")
     assert len(store.history(shared.id)) >= 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"content": "a\u0000b"}, "content"),
+        ({"key": "k\u0000"}, "key"),
+        ({"session_id": "s\u0000"}, "session_id"),
+        ({"metadata": {"deep": ["ok", "\ud800"]}}, "metadata.deep.1"),
+    ],
+)
+def test_the_store_refuses_text_no_database_can_hold_naming_the_field(store, fields, field):
+    values = {"api_key_id": "alice", "key": "k", "content": "fine", **fields}
+    with pytest.raises(UnstorableText) as refused:
+        store.create(**values)
+    assert refused.value.field == field
+    assert store.list_page(MemoryFilter()).total == 0

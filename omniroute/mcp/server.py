@@ -22,6 +22,7 @@ from ..memory.model import MemoryFilter, estimate_tokens
 from ..memory.schemas import MemorySchema
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..services import Services
+from ..text_rules import UnstorableText
 from .auth import Caller, GatewayTokenVerifier, current_caller
 
 MemoryType = Literal["factual", "episodic", "procedural", "semantic"]
@@ -57,7 +58,10 @@ def build_server(
     )
 
     async def run(work: Callable[[], Any]) -> Any:
-        return await anyio.to_thread.run_sync(work)
+        try:
+            return await anyio.to_thread.run_sync(work)
+        except UnstorableText as exc:
+            raise ToolError(str(exc)) from None
 
     def owned(caller: Caller, memory_id: str):
         memory = svc.memories.get(memory_id)

@@ -30,7 +30,12 @@ class ExtractionOutbox:
         self.store = store
 
     def put(self, api_key_id: str, session_id: str, texts: Sequence[tuple[str, str]]) -> list[str]:
-        """Keep (text, source) pairs for extraction; return their row ids."""
+        """Keep (text, source) pairs for extraction; return their row ids.
+
+        A chat may hold NUL characters (the provider gets it as sent); no database text can,
+        and no fact needs one, so the kept text drops them.
+        """
+        texts = [(text.replace("\x00", ""), source) for text, source in texts]
         rows = [
             {
                 "id": str(uuid.uuid4()),

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from ..clock import to_iso, utc_now
 from ..db import Database, is_unique_violation
 from ..tables import memories
+from ..text_rules import check_fields
 from . import history as audit
 from .conditions import live_matching, matching
 from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
@@ -111,6 +112,7 @@ class MemoryStore:
         An existing live row keeps its id, created_at and access telemetry; its metadata is
         merged (new values win). An expired row counts as absent: it is deleted and replaced.
         """
+        check_fields(key=key, content=content, session_id=session_id, metadata=metadata)
         now = self.now()
         fields = {
             "session_id": session_id,
@@ -155,6 +157,7 @@ class MemoryStore:
             "expires_at": expires_at,
         }
         changes = {name: value for name, value in given.items() if value is not _UNSET}
+        check_fields(**changes)
         now = self.now()
         with self._joined(connection, self.db.write) as conn:
             existing = self._live_row(conn, memory_id, now)

@@ -233,13 +233,11 @@ def _falls_back_without_vectors(tmp_path, static_path, database_url, reason):
     svc.close()
 
 
-@pytest.mark.sqlite_only
 def test_without_sqlite_vec_search_uses_keywords_and_says_why(tmp_path, monkeypatch, static_path):
     monkeypatch.setattr(sqlite_vec, "load", lambda conn: (_ for _ in ()).throw(OSError("no vec")))
     _falls_back_without_vectors(tmp_path, static_path, None, "sqlite-vec is not available: no vec")
 
 
-@pytest.mark.sqlite_only
 def test_on_postgresql_without_pgvector_search_uses_keywords_and_says_why(
     tmp_path, static_path, system_postgres
 ):

@@ -65,7 +65,6 @@ def test_readyz_is_503_when_the_database_is_unreadable(client, svc):
     assert [d["field"] for d in response.json["error"]["details"]] == ["database"]
 
 
-@pytest.mark.sqlite_only
 def test_readyz_is_503_when_postgresql_is_gone(tmp_path, system_postgres):
     app = create_app(app_settings(tmp_path, system_postgres.url))
     assert app.test_client().get("/readyz").status_code == 200

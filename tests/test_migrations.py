@@ -72,7 +72,6 @@ def copy_migrations(tmp_path, count: int):
     return folder
 
 
-@pytest.mark.sqlite_only
 def test_the_revisions_form_one_chain_each_with_a_step_for_both_dialects():
     scripts = migrate.revisions()
     assert [s.revision for s in scripts] == [f"{n:04d}" for n in range(1, len(scripts) + 1)]
@@ -132,7 +131,6 @@ def test_a_failing_migration_leaves_neither_changes_nor_a_record(fresh, tmp_path
     ]
 
 
-@pytest.mark.sqlite_only
 def test_a_database_migrated_before_alembic_is_adopted_where_it_stood(tmp_path):
     """The numbered files of before, with their schema_migrations rows: nothing reapplied."""
     old = Database(f"sqlite:///{tmp_path / 'old.db'}")
@@ -158,7 +156,6 @@ def test_a_database_migrated_before_alembic_is_adopted_where_it_stood(tmp_path):
     new.dispose()
 
 
-@pytest.mark.sqlite_only
 def test_statements_are_split_without_breaking_trigger_bodies():
     statements = migrate.split_statements(
         "-- a comment; with a semicolon\n"
@@ -187,7 +184,6 @@ def test_table_definitions_match_the_migrated_schema(fresh):
 
 
 @pytest.mark.slow
-@pytest.mark.sqlite_only
 def test_three_release_processes_migrating_one_postgresql_at_once_all_succeed(
     system_postgres, tmp_path
 ):

@@ -56,13 +56,6 @@ def is_busy(error: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-def is_unique_violation(error: BaseException) -> bool:
-    """Whether an IntegrityError is a UNIQUE (or primary key) violation, in either dialect."""
-    return _sqlstate(error) == "23505" or "UNIQUE constraint failed" in str(
-        getattr(error, "orig", error)
-    )
-
-
 def redacted(url: str) -> str:
     """The URL with any password hidden, fit for logs and the CLI."""
     return make_url(url).render_as_string(hide_password=True)

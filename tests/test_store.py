@@ -370,3 +370,18 @@ def test_the_store_refuses_text_no_database_can_hold_naming_the_field(store, fie
         store.create(**values)
     assert refused.value.field == field
     assert store.list_page(MemoryFilter()).total == 0
+
+
+def test_many_creates_in_one_transaction_hold_no_lock_per_key(store, database):
+    """An import writes thousands of memories in one transaction: on PostgreSQL a lock per
+    key ran out of the server's lock slots ("out of shared memory") at about 20k."""
+    with database.write() as conn:
+        for number in range(200):
+            store.create(api_key_id="alice", key=f"k{number}", content="v", connection=conn)
+        if database.dialect == "postgresql":
+            held = conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                " AND pid = pg_backend_pid()"
+            ).scalar()
+            assert held == 0
+    assert store.list_page(MemoryFilter(api_key_id="alice")).total == 200

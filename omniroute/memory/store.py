@@ -22,14 +22,12 @@ from sqlalchemy import (
     case,
     delete,
     func,
-    insert,
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError
 
 from ..clock import to_iso, utc_now
-from ..db import Database, is_unique_violation
+from ..db import Database
 from ..tables import memories
 from ..text_rules import check_fields
 from . import history as audit
@@ -121,19 +119,25 @@ class MemoryStore:
             "expires_at": expires_at,
         }
         with self._joined(connection, self.db.write) as conn:
-            self.db.take_turns(conn, "memory-key", api_key_id, key)
             existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
             if existing is not None and existing.is_expired(now):
                 self._delete_row(conn, existing, now)
                 existing = None
+            memory = None
             if existing is None:
                 memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
-            else:
+            if memory is None:  # it existed, or another writer created it meanwhile
+                existing = existing or self._row(
+                    conn, memories.c.api_key_id == api_key_id, memories.c.key == key
+                )
                 merged = {**existing.metadata, **(metadata or {})}
                 memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
+                created = False
+            else:
+                created = True
         if connection is None:
             self.notify_write()
-        return memory, existing is None
+        return memory, created
 
     def update(
         self,
@@ -327,7 +331,15 @@ class MemoryStore:
         metadata: dict[str, Any],
         fields: dict[str, Any],
         now: str,
-    ) -> Memory:
+    ) -> Memory | None:
+        """Insert a new memory; None when another writer's row took the key meanwhile.
+
+        ON CONFLICT DO NOTHING waits for that writer's transaction, so its row is there to
+        read and update when this returns None. On SQLite one writer runs at a time and it
+        never happens; on PostgreSQL it is how two upserts of one key meet, holding no lock
+        beyond the row (an advisory lock per key ran out of lock slots at 20k writes in one
+        transaction).
+        """
         memory = Memory(
             id=str(uuid.uuid4()),
             api_key_id=api_key_id,
@@ -338,13 +350,14 @@ class MemoryStore:
             **fields,
         )
         values = {**asdict(memory), "metadata": dump_metadata(metadata), "needs_reindex": 1}
-        try:
-            conn.execute(insert(memories).values(**values))
-        except IntegrityError as exc:
-            if not is_unique_violation(exc):
-                raise
-            # A concurrent writer took the key first.
-            raise KeyConflict(f"key {key!r} was created concurrently") from exc
+        statement = (
+            self.db.insert(memories)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
+            .returning(memories.c.seq)
+        )
+        if conn.execute(statement).first() is None:
+            return None
         audit.record(conn, "create", None, memory, now)
         return memory
 

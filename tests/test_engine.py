@@ -28,7 +28,11 @@ def svc(engine_app):
 
 def settle(svc) -> None:
     """Wait until the backfill has embedded every pending memory."""
-    assert eventually(lambda: svc.backfill.pending() == 0 and not svc.backfill.progress.running)
+    # As long as a loaded CI machine may need for the first embedding (the model loads then).
+    done = eventually(
+        lambda: svc.backfill.pending() == 0 and not svc.backfill.progress.running, timeout=30
+    )
+    assert done, svc.backfill.progress
     svc.jobs.wait(10)
 
 

@@ -9,6 +9,7 @@ values, never objects.
 from __future__ import annotations
 
 from omniroute.memory.outbox import ExtractionOutbox
+from omniroute.memory.qdrant.tier import QdrantTier
 from omniroute.queue import JobQueue
 
 # Queue names, in the order a worker serves them.
@@ -19,10 +20,12 @@ QUEUES = (EXTRACTION_QUEUE, EMBEDDINGS_QUEUE, DEFAULT_QUEUE)
 # Fixed ids: many requests for the same work fold into one waiting run.
 BACKFILL_JOB_ID = "memory-vector-backfill"
 STATIC_MODEL_JOB_ID = "build-static-model"
+QDRANT_SYNC_JOB_ID = "qdrant-sync"
 
 EXTRACT_FACTS = "jobs.memory.extract_facts"
 BACKFILL_VECTORS = "jobs.memory.backfill_vectors"
 BUILD_STATIC_MODEL = "jobs.memory.build_static_model"
+SYNC_QDRANT = "jobs.memory.sync_qdrant"
 
 
 def request_extraction(queue: JobQueue, entry_id: str) -> None:
@@ -44,6 +47,24 @@ def requeue_stale_extractions(queue: JobQueue, outbox: ExtractionOutbox) -> int:
     for entry_id in stale:
         request_extraction(queue, entry_id)
     return len(stale)
+
+
+def sweep_outboxes(queue: JobQueue, outbox: ExtractionOutbox, qdrant: QdrantTier) -> None:
+    """The periodic sweep: lost extractions queued again, and memories Qdrant has yet to take
+    sent on while it answers (a run that gave up leaves them marked: this repairs them)."""
+    requeue_stale_extractions(queue, outbox)
+    config = qdrant.sync.settings.get()
+    if config.enabled and qdrant.sync.outbox.stats()["pending"] and qdrant.health().ok:
+        request_qdrant_sync(queue, in_process=config.mode == "local")
+
+
+def request_qdrant_sync(queue: JobQueue, *, in_process: bool = False) -> None:
+    """Make Qdrant match the store in the background (folded if one already waits).
+
+    `in_process`: Qdrant's local mode, whose folder only this process may open."""
+    queue.enqueue(
+        EMBEDDINGS_QUEUE, SYNC_QDRANT, unique_id=QDRANT_SYNC_JOB_ID, in_process=in_process
+    )
 
 
 def request_backfill(queue: JobQueue) -> None:

@@ -1,4 +1,5 @@
-"""Memory job functions: fact extraction after a chat, vectors for memories that need them.
+"""Memory job functions: fact extraction after a chat, vectors for memories that need them,
+and the Qdrant dual-write.
 
 RQ (or the in-process pool) imports them by the dotted names in jobs/__init__.py.
 """
@@ -63,6 +64,24 @@ def backfill_vectors() -> int:
         f" ({progress.reason})" if progress.reason else "",
     )
     return progress.processed
+
+
+def sync_qdrant() -> int:
+    """Write to Qdrant what the outbox holds (a backfill too); return the points changed.
+
+    A failure raises (SyncStopped), so the job is retried; the rows stay marked either way."""
+    progress = services().qdrant.sync.run()
+    job = get_current_job()
+    level = logging.INFO if progress.upserted or progress.deleted else logging.DEBUG
+    log.log(
+        level,
+        "job %s: Qdrant %d points written, %d deleted%s",
+        job.id if job else "in-process",
+        progress.upserted,
+        progress.deleted,
+        f" ({progress.reason})" if progress.reason else "",
+    )
+    return progress.upserted + progress.deleted
 
 
 def build_static_model() -> str | None:

@@ -44,6 +44,12 @@ def run_worker(app: Flask, *, burst: bool = False) -> None:
             "REDIS_URL is not set: without Redis, jobs run inside the web process "
             "and no worker is needed."
         )
+    if app.config["QDRANT_PATH"]:
+        raise click.UsageError(
+            f"QDRANT_PATH={app.config['QDRANT_PATH']} is Qdrant's local mode, whose folder one "
+            "process at a time may open: the web process keeps it and runs Qdrant's jobs "
+            "itself. A separate worker needs a Qdrant server (QDRANT_URL) instead."
+        )
     connection = worker_connection(app.config["REDIS_URL"])
     with app.app_context():
         # On SIGTERM (a platform's restart or deploy) the current job is stopped within 6 s

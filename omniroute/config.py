@@ -251,6 +251,65 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int,
     ),
     Setting(
+        "QDRANT_URL",
+        None,
+        "A Qdrant server's URL (`https://...:6333`), standing for `QDRANT_HOST` and "
+        "`QDRANT_PORT`. The Qdrant settings (`/api/settings/qdrant`) win over every `QDRANT_*`.",
+        _optional,
+    ),
+    Setting(
+        "QDRANT_HOST",
+        None,
+        "A Qdrant server's host (`http://` is added without a scheme).",
+        _optional,
+    ),
+    Setting(
+        "QDRANT_PORT",
+        None,
+        "The Qdrant server's port when the host has none.",
+        _port,
+        default_doc="`6333`",
+    ),
+    Setting(
+        "QDRANT_API_KEY", None, "Sent as the `api-key` header to the Qdrant server.", _optional
+    ),
+    Setting(
+        "QDRANT_COLLECTION",
+        None,
+        "Base name of the Qdrant collections; each embedding model gets its own, named after it.",
+        _optional,
+        default_doc="`omniroute_memory`",
+    ),
+    Setting(
+        "QDRANT_EMBEDDING_MODEL",
+        None,
+        "A provider's embedding model (`provider/model`) "
+        "for the Qdrant vectors. Unset: the memory's own embedding source.",
+        _optional,
+    ),
+    Setting(
+        "QDRANT_PATH",
+        None,
+        "qdrant-client's local mode: a folder (or `:memory:`) instead of a server, for one "
+        "machine and for tests. One process at a time may open it, so Qdrant's jobs then run "
+        "in the web process and a separate worker refuses to start.",
+        _optional,
+    ),
+    Setting(
+        "QDRANT_TIMEOUT_MS",
+        300,
+        "Longest a retrieval waits for Qdrant before it falls "
+        "back to the local vector index (writes wait up to 10 s).",
+        _positive_int,
+    ),
+    Setting(
+        "QDRANT_RETRY_SECONDS",
+        30,
+        "After Qdrant fails a retrieval, how long retrievals "
+        "skip it (falling back at once) before trying it again.",
+        _positive_int,
+    ),
+    Setting(
         "FORWARDED_ALLOW_IPS",
         None,
         "Addresses of reverse proxies whose `X-Forwarded-Proto`/`-For` headers are trusted "

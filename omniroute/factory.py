@@ -57,7 +57,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     studio.init_app(app)
     cli.init_app(app)
     request_backfill(svc.jobs)  # whatever an earlier run left without a vector
-    svc.sweep.start()  # and whatever texts it left unextracted
+    svc.sweep.start()  # and whatever texts it left unextracted, or Qdrant has yet to take
     return app
 
 

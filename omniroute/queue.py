@@ -51,6 +51,7 @@ class JobQueue:
         func: Callable[..., Any] | str,
         *args: Any,
         unique_id: str | None = None,
+        in_process: bool = False,
     ) -> str | None:
         """Run `func(*args)` in the background, on the named RQ queue when there is Redis.
 
@@ -58,7 +59,8 @@ class JobQueue:
 
         With `unique_id`, nothing is added while a job of that id still waits to start (one
         may be running): repeated requests for the same work fold into one run. Returns the
-        job id, or None when folded.
+        job id, or None when folded. `in_process` runs it here even when there is Redis (work
+        only this process can do).
         """
         if unique_id is not None:
             with self._lock:
@@ -66,7 +68,9 @@ class JobQueue:
                     return None
                 self._waiting.add(unique_id)
         job_id = unique_id or uuid.uuid4().hex
-        if get_current_job() is not None:
+        if in_process:
+            self._submit(self._run_here, func, args, job_id)
+        elif get_current_job() is not None:
             # Inside an RQ job, in the work horse RQ forked for it: the horse exits when the
             # job returns, before a pool thread would hand this on. Hand it on now.
             self._dispatch(queue_name, func, args, job_id)

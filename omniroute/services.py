@@ -9,7 +9,13 @@ import httpx
 import redis
 from flask import Flask, current_app
 
-from jobs import QUEUES, request_backfill, request_static_model, requeue_stale_extractions
+from jobs import (
+    QUEUES,
+    request_backfill,
+    request_qdrant_sync,
+    request_static_model,
+    sweep_outboxes,
+)
 
 from .admin_sessions import AdminSessionStore
 from .brake import GuessBrake
@@ -22,6 +28,12 @@ from .memory.embedding.sources import EmbeddingSources
 from .memory.engine_status import engine_status
 from .memory.outbox import STALE_SECONDS, ExtractionOutbox
 from .memory.pgvector import PgVectorIndex
+from .memory.qdrant.config import QdrantSettings
+from .memory.qdrant.connection import QdrantConnection
+from .memory.qdrant.index import QdrantIndex
+from .memory.qdrant.outbox import QdrantOutbox
+from .memory.qdrant.sync import QdrantSync
+from .memory.qdrant.tier import QdrantTier
 from .memory.rerank import Reranker
 from .memory.retrieval import RetrievalOptions, Retriever
 from .memory.settings import MemorySettings
@@ -49,6 +61,7 @@ class Services:
     shared_models: SharedModels
     backfill: Backfill
     retriever: Retriever
+    qdrant: QdrantTier
     keys: ApiKeyStore
     admin_sessions: AdminSessionStore
     guess_brake: GuessBrake
@@ -74,7 +87,10 @@ class Services:
         jobs = JobQueue(app, client, QUEUES)
         settings = SettingsStore(database)
         memory_settings = MemorySettings(settings)
-        providers = ProviderStore(database, settings, SecretBox(config["SECRET_KEY"]))
+        box = SecretBox(config["SECRET_KEY"])
+        providers = ProviderStore(database, settings, box)
+        qdrant_settings = QdrantSettings(settings, box, config)
+        qdrant_outbox = QdrantOutbox(database, enabled=lambda: qdrant_settings.get().enabled)
         # Redirects are never followed: each outbound URL is checked before it is used.
         http = httpx.Client(
             follow_redirects=False,
@@ -91,7 +107,15 @@ class Services:
             else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"])
         )
         shared_models = SharedModels(database)
-        memories = MemoryStore(database, vectors=vectors, on_write=lambda: request_backfill(jobs))
+
+        def after_write() -> None:
+            request_backfill(jobs)
+            if qdrant_settings.get().enabled:
+                request_qdrant_sync(jobs, in_process=qdrant_settings.get().mode == "local")
+
+        memories = MemoryStore(
+            database, vectors=vectors, on_write=after_write, mirror=qdrant_outbox
+        )
         embeddings = EmbeddingSources(
             config,
             providers,
@@ -100,10 +124,28 @@ class Services:
             shared=shared_models,
         )
         outbox = ExtractionOutbox(memories)
+        qdrant = QdrantTier(
+            QdrantSync(
+                memories,
+                qdrant_outbox,
+                QdrantIndex(
+                    QdrantConnection(
+                        allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+                        search_timeout=config["QDRANT_TIMEOUT_MS"] / 1000,
+                    )
+                ),
+                qdrant_settings,
+                memory_settings,
+                embeddings,
+                settings,
+            ),
+            retry_seconds=config["QDRANT_RETRY_SECONDS"],
+        )
         # Texts whose extraction job was lost (a Redis restart, a killed process) are queued
-        # again: at start, then every STALE_SECONDS.
+        # again, and memories Qdrant has yet to take are sent on: at start, then every
+        # STALE_SECONDS.
         sweep = Periodic(
-            app, "outbox-sweep", STALE_SECONDS, lambda: requeue_stale_extractions(jobs, outbox)
+            app, "outbox-sweep", STALE_SECONDS, lambda: sweep_outboxes(jobs, outbox, qdrant)
         )
         options = RetrievalOptions(
             top_k=config["MEMORY_VEC_TOP_K"],
@@ -120,8 +162,14 @@ class Services:
             shared_models=shared_models,
             backfill=Backfill(memories, vectors, embeddings, memory_settings),
             retriever=Retriever(
-                memories, vectors, embeddings, Reranker(providers, provider_client), options
+                memories,
+                vectors,
+                embeddings,
+                Reranker(providers, provider_client),
+                options,
+                qdrant=qdrant,
             ),
+            qdrant=qdrant,
             keys=ApiKeyStore(database),
             admin_sessions=AdminSessionStore(database),
             guess_brake=GuessBrake(),
@@ -137,7 +185,9 @@ class Services:
 
     def engine_report(self) -> dict[str, Any]:
         """The engine's status with the job queue's beside it (engine-status, the studio)."""
-        report = engine_status(self.retriever, self.backfill, self.memory_settings.get())
+        settings = self.memory_settings.get()
+        report = engine_status(self.retriever, self.backfill, settings)
+        report["qdrant"] = self.qdrant.status(settings)
         report["jobs"] = {**self.jobs.status(), "extractionOutbox": self.outbox.pending()}
         return report
 
@@ -146,6 +196,7 @@ class Services:
         self.access.flush()
         self.jobs.shutdown()
         self.retriever.close()
+        self.qdrant.sync.index.connection.close()
         self.http.close()
         if self.redis is not None:
             self.redis.close()

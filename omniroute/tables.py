@@ -120,3 +120,15 @@ model_files = Table(
     Column("archive", LargeBinary, nullable=False),
     Column("created_at", Text, nullable=False),
 )
+
+qdrant_outbox = Table(
+    "qdrant_outbox",
+    metadata,
+    Column("memory_id", Text, primary_key=True),
+    Column("api_key_id", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("queued_at", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("last_error", Text),
+)

@@ -55,7 +55,7 @@ def preview_retrieval(
         "resolution": {
             "embeddingSource": ranking.embedding_source,
             "embeddingModel": ranking.embedding_model,
-            "vectorStore": retriever.vector_store,
+            "vectorStore": ranking.vector_store or retriever.vector_store,
             "strategyUsed": ranking.strategy_used,
             "fusion": retriever.options.fusion,
             "rerankApplied": ranking.rerank_applied,

@@ -8,9 +8,11 @@ Strategies:
 - `hybrid`: keyword matches (FTS5 bm25) and nearest vectors fused, by a min-max normalised
   score blend (`blend`, the default: it beat RRF on the LoCoMo development split) or by
   reciprocal rank fusion (`rrf`, the reference's).
-Without vectors (sqlite-vec missing, no embedding source, an embedding error, the index still
-holding another model's vectors) semantic and hybrid fall back to keyword search, and the
-result says why. A query with nothing relevant finds nothing, so nothing is injected.
+The vector side comes from Qdrant when it is selected, healthy and caught up (qdrant/tier.py),
+else from the local index. Without vectors (sqlite-vec missing, no embedding source, an
+embedding error, the index still holding another model's vectors) semantic and hybrid fall
+back to keyword search, and the result says why (every fallback's reason, in order). A
+query with nothing relevant finds nothing, so nothing is injected.
 Expiry, retention and session scope hold on every tier, vectors included.
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
@@ -30,10 +32,14 @@ from .embedding.base import EmbeddingError, signature
 from .embedding.sources import EmbeddingSources
 from .fts import keyword_search
 from .model import Memory, MemoryFilter
+from .qdrant.connection import QdrantUnavailable
 from .rerank import MAX_DOCUMENTS as MAX_RERANKED
 from .rerank import Reranker, RerankFailed
 from .store import MemoryStore
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:  # the tier reads the memory settings, which read this module's strategies
+    from .qdrant.tier import QdrantTier
 
 # The strategies a retrieval may use; chat requests (the strategy setting) take all but the
 # bare keyword search, as the reference does; a preview may ask for any.
@@ -83,6 +89,13 @@ class Ranking:
     fallback_reason: str | None = None
     rerank_applied: bool = False
     rerank_error: str | None = None
+    vector_store: str | None = None  # where the vector side came from, if it did
+
+    def fall_back(self, reason: str) -> None:
+        """Record why a tier was passed over (each reason kept, in order)."""
+        self.fallback_reason = (
+            f"{self.fallback_reason}; {reason}" if self.fallback_reason else reason
+        )
 
 
 class Retriever:
@@ -95,12 +108,14 @@ class Retriever:
         sources: EmbeddingSources | None,
         reranker: Reranker | None = None,
         options: RetrievalOptions | None = None,
+        qdrant: QdrantTier | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.sources = sources
         self.reranker = reranker
         self.options = options or RetrievalOptions()
+        self.qdrant = qdrant
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="omniroute-search")
 
     @property
@@ -171,10 +186,15 @@ class Retriever:
         if not query.strip():
             return Ranking(strategy_used=config.strategy, fallback_reason="no query text")
         ranking = Ranking(strategy_used=config.strategy)
+        qdrant_first = (
+            config.strategy != "keyword"
+            and self.qdrant is not None
+            and self.qdrant.selected(settings)
+        )
         embedder = None
-        if config.strategy != "keyword":
+        if config.strategy != "keyword" and not qdrant_first:
             embedder = self._embedder(settings, ranking)
-        if embedder is None:  # keyword search alone: no thread, no embedding
+        if embedder is None and not qdrant_first:  # keyword search alone: no thread
             keyword = self._keyword(live, query)
             ranking.strategy_used = "keyword"
             ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
@@ -184,7 +204,11 @@ class Retriever:
         keyword_job = None
         if config.strategy == "hybrid":
             keyword_job = self._pool.submit(self._keyword, live, query)
-        vector = self._vector(embedder, live, query, config, ranking)
+        vector = self._from_qdrant(live, query, config, settings, ranking) if qdrant_first else None
+        if vector is None and qdrant_first:
+            embedder = self._embedder(settings, ranking)
+        if vector is None and embedder is not None:
+            vector = self._vector(embedder, live, query, config, ranking)
         if vector is not None and config.strategy == "semantic":
             ranking.items = [Ranked(m, sim, "vector", vec_score=sim) for m, sim in vector]
             return ranking
@@ -211,21 +235,21 @@ class Retriever:
     def _embedder(self, settings: Mapping[str, Any], ranking: Ranking):
         """The embedder whose vectors the index holds, or None (with the reason)."""
         if not self.store.db.vectors.available:
-            ranking.fallback_reason = _unavailable(self.store.db.vectors)
+            ranking.fall_back(_unavailable(self.store.db.vectors))
             return None
         if self.sources is None:
-            ranking.fallback_reason = "no embedding sources"
+            ranking.fall_back("no embedding sources")
             return None
         resolution = self.sources.resolve(settings)
         embedder = resolution.embedder
         if embedder is None:
-            ranking.fallback_reason = f"no embedding source: {resolution.reason}"
+            ranking.fall_back(f"no embedding source: {resolution.reason}")
             return None
         ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
         with self.store.db.read() as conn:
             indexed = self.index.meta(conn).signature
         if indexed != signature(embedder, self.index.quantization):
-            ranking.fallback_reason = "the vector index is being rebuilt for the current model"
+            ranking.fall_back("the vector index is being rebuilt for the current model")
             self.store.notify_write()
             return None
         return embedder
@@ -242,21 +266,44 @@ class Retriever:
         try:
             query_vector = embedder.embed([query])[0]
         except EmbeddingError as exc:
-            ranking.fallback_reason = f"embedding failed ({exc.kind}): {exc}"
+            ranking.fall_back(f"embedding failed ({exc.kind}): {exc}")
             return None
+        ranking.vector_store = self.vector_store
         with self.store.db.read() as conn:
             hits = self.index.search(
                 conn, live.api_key_id or "", query_vector, config.options.top_k
             )
-            similar = {seq: sim for seq, sim in hits if sim >= SIMILARITY_FLOOR}
-            if not similar:
-                return []
-            rows = conn.execute(
-                select(memories).where(
-                    memories.c.seq.in_(similar), *self.store.live_conditions(live)
-                )
-            ).mappings()
-            found = [(Memory.from_row(row), similar[row["seq"]]) for row in rows]
+            return self._rows(conn, memories.c.seq, "seq", hits, live)
+
+    def _from_qdrant(
+        self,
+        live: MemoryFilter,
+        query: str,
+        config: RetrievalConfig,
+        settings: Mapping[str, Any],
+        ranking: Ranking,
+    ) -> list[tuple[Memory, float]] | None:
+        """Qdrant's nearest live memories above the floor, or None (with the reason)."""
+        try:
+            hits, embedder = self.qdrant.nearest(settings, live, query, config.options.top_k)
+        except QdrantUnavailable as exc:
+            ranking.fall_back(f"qdrant: {exc}")
+            return None
+        ranking.vector_store = "qdrant"
+        ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
+        with self.store.db.read() as conn:
+            return self._rows(conn, memories.c.id, "id", hits, live)
+
+    def _rows(self, conn, column, name: str, hits, live: MemoryFilter):
+        """The live memories of `hits` ((column value, similarity)) above the floor, best first
+        (the SQL conditions hold again: a vector copy may lag its memory)."""
+        similar = {value: sim for value, sim in hits if sim >= SIMILARITY_FLOOR}
+        if not similar:
+            return []
+        rows = conn.execute(
+            select(memories).where(column.in_(similar), *self.store.live_conditions(live))
+        ).mappings()
+        found = [(Memory.from_row(row), similar[row[name]]) for row in rows]
         return sorted(found, key=lambda pair: pair[1], reverse=True)
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from cachetools import TTLCache
 from sqlalchemy import (
@@ -44,6 +44,15 @@ DELETE_BATCH = 500
 _UNSET: Any = object()
 
 
+class Mirror(Protocol):
+    def mark(self, conn: Connection, items: Iterable[tuple[str, str]], action: str) -> None:
+        """Record (memory id, api key id) pairs whose point must be upserted or deleted."""
+
+
+# The fields a mirror's copy carries (its vector and payload): a change of any is sent on.
+MIRRORED_FIELDS = ("content", "key", "type", "session_id", "expires_at")
+
+
 class MemoryNotFound(LookupError):
     pass
 
@@ -59,6 +68,7 @@ class MemoryStore:
         clock: Callable[[], datetime] = utc_now,
         vectors: VectorIndex | None = None,
         on_write: Callable[[], None] | None = None,
+        mirror: Mirror | None = None,
     ) -> None:
         self.db = database
         self.clock = clock
@@ -67,6 +77,9 @@ class MemoryStore:
         # Called after a write of ours commits that left a memory without a vector (the app
         # passes "request a backfill"): the store knows nothing of queues.
         self._on_write = on_write
+        # Told of every memory whose vector elsewhere (Qdrant) must change, in the same
+        # transaction: the mirror keeps its own record of what it has yet to do.
+        self._mirror = mirror
         self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
         self._cache_lock = threading.Lock()
         self.cache_hits = 0
@@ -182,7 +195,7 @@ class MemoryStore:
         return memory
 
     def notify_write(self) -> None:
-        """Tell whoever listens that memories may need vectors (after a commit)."""
+        """Tell whoever listens that memories changed and may need vectors (after a commit)."""
         if self._on_write is not None:
             self._on_write()
 
@@ -193,6 +206,8 @@ class MemoryStore:
             if existing is None:
                 return False
             self._delete_row(conn, existing, self.now())
+        if connection is None:
+            self.notify_write()
         return True
 
     def delete_matching(self, filters: MemoryFilter, *, batch: int = DELETE_BATCH) -> int:
@@ -215,6 +230,8 @@ class MemoryStore:
                     self._delete_row(conn, memory, now)
             deleted += len(doomed)
             if len(doomed) < batch:
+                if deleted:
+                    self.notify_write()
                 return deleted
 
     def record_access(self, counts: Mapping[str, int]) -> None:
@@ -359,6 +376,7 @@ class MemoryStore:
         if conn.execute(statement).first() is None:
             return None
         audit.record(conn, "create", None, memory, now)
+        self._mirrored(conn, memory, "upsert")
         return memory
 
     def _apply(
@@ -376,8 +394,14 @@ class MemoryStore:
         )
         if audit.differs(existing, memory):
             audit.record(conn, "update", existing, memory, now)
+        if any(getattr(memory, name) != getattr(existing, name) for name in MIRRORED_FIELDS):
+            self._mirrored(conn, memory, "upsert")
         self._forget(existing.id)
         return memory
+
+    def _mirrored(self, conn: Connection, memory: Memory, action: str) -> None:
+        if self._mirror is not None:
+            self._mirror.mark(conn, [(memory.id, memory.api_key_id)], action)
 
     def _forget_vector(self, conn: Connection, memory_id: str) -> None:
         if self.vectors is not None and self.db.vectors.available:
@@ -389,4 +413,5 @@ class MemoryStore:
         self._forget_vector(conn, existing.id)
         conn.execute(delete(memories).where(memories.c.id == existing.id))
         audit.record(conn, "delete", existing, None, now)
+        self._mirrored(conn, existing, "delete")
         self._forget(existing.id)

@@ -96,11 +96,13 @@ class StaticEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # One call at a time: encode sets the tokenizer's truncation, and a Rust tokenizer
+        # changed while another thread uses it fails ("Already borrowed").
         with self._lock:
             if self._model is None:
                 from model2vec import StaticModel
 
                 self._model = StaticModel.from_pretrained(str(self.path))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return normalised(self._model.encode(texts, show_progress_bar=False))
+            return normalised(self._model.encode(texts, show_progress_bar=False))

@@ -42,6 +42,7 @@ class TransformersEmbedder:
         self.dim = int(config["hidden_size"])
         self._loaded = None
         self._lock = threading.Lock()
+        self._tokenizing = threading.Lock()
 
     def _load(self):
         with self._lock:
@@ -60,13 +61,16 @@ class TransformersEmbedder:
         torch, tokenizer, model = self._load()
         rows = []
         for start in range(0, len(texts), BATCH_SIZE):
-            batch = tokenizer(
-                texts[start : start + BATCH_SIZE],
-                padding=True,
-                truncation=True,
-                max_length=MAX_TOKENS,
-                return_tensors="pt",
-            )
+            # The tokenizer sets its padding and truncation on each call: two threads at once
+            # fail ("Already borrowed"), so tokenizing takes turns (the model need not).
+            with self._tokenizing:
+                batch = tokenizer(
+                    texts[start : start + BATCH_SIZE],
+                    padding=True,
+                    truncation=True,
+                    max_length=MAX_TOKENS,
+                    return_tensors="pt",
+                )
             with torch.inference_mode():
                 hidden = model(**batch).last_hidden_state
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)

@@ -31,13 +31,24 @@ from ..settings import MemorySettings
 from ..store import MemoryStore
 from .config import QdrantConfig, QdrantSettings
 from .connection import QdrantUnavailable
-from .index import Point, QdrantIndex, collection_name, stale_filter, tenant_filter, unix
+from .index import (
+    Point,
+    QdrantIndex,
+    collection_name,
+    live_filter,
+    stale_filter,
+    tenant_filter,
+    unix,
+)
 from .outbox import UPSERT, Entry, QdrantOutbox
 
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
-STATE_KEY = "qdrantSyncState"  # {"collection": the one backfilled last, "ready": caught up}
+PROBE_TEXT = "omniroute qdrant connection check"
+PROBE_TENANT = "omniroute-connection-check"  # no key has this id: the search finds nothing
+# {"target": the Qdrant and collection backfilled last, "ready": whether it is caught up}
+STATE_KEY = "qdrantSyncState"
 
 
 class SyncStopped(RuntimeError):
@@ -71,6 +82,11 @@ class Target:
     config: QdrantConfig
     embedder: Any
     collection: str
+
+    @property
+    def id(self) -> str:
+        """A new server or folder holds none of the old one's points: it counts as new."""
+        return f"{self.config.where}|{self.collection}"
 
 
 @dataclass
@@ -109,10 +125,44 @@ class QdrantSync:
             raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
         return Target(config, embedder, collection_name(config.collection, signature(embedder)))
 
-    def ready_collection(self) -> str | None:
-        """The collection that holds every memory (its backfill finished), if any."""
+    def is_ready(self, target: Target) -> bool:
+        """Whether the target's backfill has finished (it holds every memory)."""
         state = self.state.all().get(STATE_KEY) or {}
-        return state.get("collection") if state.get("ready") else None
+        return state.get("target") == target.id and state.get("ready") is True
+
+    def reset(self) -> None:
+        """Qdrant was turned off: forget what it had yet to take, and backfill when it is
+        turned on again (writes meanwhile were not recorded)."""
+        self.outbox.clear()
+        self.state.put({STATE_KEY: None})
+
+    def check(self, config: QdrantConfig) -> None:
+        """Whether this configuration can serve: healthy, an embedder, a search that works
+        (the reference's PR #11213 asks for a search before enabling). Raises
+        QdrantUnavailable, or EmbeddingError when the embedder fails."""
+        health = self.index.connection.health(config)
+        if not health.ok:
+            raise QdrantUnavailable(f"Qdrant is not healthy: {health.error}")
+        embedder, reason = self.embedder(config, self.memory_settings.get())
+        if embedder is None:
+            raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
+        name = collection_name(config.collection, signature(embedder))
+        self.index.ensure(config, name, embedder.dim)
+        vector = embedder.embed([PROBE_TEXT])[0]
+        self.index.search(config, name, vector, 1, tenant_filter(PROBE_TENANT))
+
+    def search(self, api_key_id: str, query: str, k: int) -> tuple[str, list[tuple[Memory, float]]]:
+        """One key's k nearest live memories by Qdrant alone (the settings' search test)."""
+        target = self.target()
+        vector = target.embedder.embed([query])[0]
+        where = live_filter(api_key_id, self.store.clock().timestamp(), created_after=None)
+        hits = self.index.search(target.config, target.collection, vector, k, where)
+        found = []
+        for memory_id, score in hits:
+            memory = self.store.get(memory_id)
+            if memory is not None and memory.api_key_id == api_key_id:
+                found.append((memory, score))
+        return target.collection, found
 
     # -- the job --------------------------------------------------------------------------
 
@@ -137,10 +187,22 @@ class QdrantSync:
             return
         self.index.ensure(target.config, target.collection, target.embedder.dim)
         state = self.state.all().get(STATE_KEY) or {}
-        if state.get("collection") != target.collection:
+        if state.get("target") != target.id:
             marked = self.outbox.mark_all(*self._mirrored())
-            log.info("Qdrant backfill of %s: %d memories marked", target.collection, marked)
-            self.state.put({STATE_KEY: {"collection": target.collection, "ready": False}})
+            log.info("Qdrant backfill of %s: %d memories marked", target.id, marked)
+            self.state.put({STATE_KEY: {"target": target.id, "ready": False}})
+        finished = self._serve_all(target, max_batches)
+        if finished and not self.is_ready(target):
+            # The backfill is done; points of memories deleted while no one recorded it
+            # (Qdrant turned off, another server's leftovers) go too, and what verify finds
+            # missing is written; then Qdrant serves retrieval.
+            if self.verify(repair=True)["missing"]:
+                finished = self._serve_all(target, max_batches)
+            if finished:
+                self.state.put({STATE_KEY: {"target": target.id, "ready": True}})
+
+    def _serve_all(self, target: Target, max_batches: int | None) -> bool:
+        """Serve the outbox, each row once; True when it is empty afterwards."""
         served: list[str] = []
         batches = 0
         while max_batches is None or batches < max_batches:
@@ -155,8 +217,7 @@ class QdrantSync:
                 self.outbox.failed(entries, str(exc))
                 raise
             batches += 1
-        if not self.outbox.stats()["pending"]:
-            self.state.put({STATE_KEY: {"collection": target.collection, "ready": True}})
+        return not self.outbox.stats()["pending"]
 
     def _serve(self, target: Target, entries: list[Entry]) -> None:
         wanted = [entry.memory_id for entry in entries if entry.action == UPSERT]

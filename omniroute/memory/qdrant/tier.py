@@ -54,7 +54,7 @@ class QdrantTier:
             if left > 0:
                 raise QdrantUnavailable(f"{self._down_reason} (trying again in {left:.0f} s)")
         target = self.sync.target(settings)
-        if self.sync.ready_collection() != target.collection:
+        if not self.sync.is_ready(target):
             pending = self.sync.outbox.stats()["pending"]
             raise QdrantUnavailable(
                 f"Qdrant is catching up: {pending} memories wait to be written to "
@@ -125,7 +125,7 @@ class QdrantTier:
             report["reason"] = str(exc)
             return report
         report["collection"] = target.collection
-        report["ready"] = self.sync.ready_collection() == target.collection
+        report["ready"] = self.sync.is_ready(target)
         if health.ok:
             try:
                 if self.sync.index.exists(config, target.collection):

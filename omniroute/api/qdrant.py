@@ -1,0 +1,256 @@
+"""/api/settings/qdrant: the Qdrant tier's settings, health, a search test, cleanup, backfill
+and verify, in the reference's shapes (section 10) where it has them."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow.validate import And, Length, OneOf, Range, Regexp
+
+from jobs import request_qdrant_sync
+
+from ..errors import abort_invalid
+from ..fields import StrictBoolean, no_control_characters
+from ..memory.embedding.base import EmbeddingError
+from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, masked, server_url
+from ..memory.qdrant.connection import QdrantUnavailable
+from ..net import BlockedURL, check_base_url
+from ..services import services
+
+blp = Blueprint(
+    "qdrant", __name__, url_prefix="/api/settings/qdrant", description="Qdrant vector tier"
+)
+
+
+class QdrantSettingsSchema(ma.Schema):
+    enabled = ma.fields.Boolean()
+    mode = ma.fields.String(metadata={"description": "server, or local (QDRANT_PATH)"})
+    host = ma.fields.String()
+    port = ma.fields.Integer()
+    url = ma.fields.String(allow_none=True, metadata={"description": "host and port as used"})
+    path = ma.fields.String(allow_none=True, metadata={"description": "local mode's folder"})
+    collection = ma.fields.String(metadata={"description": "base name of the collections"})
+    embeddingModel = ma.fields.String(
+        allow_none=True, metadata={"description": "null: the memory's own embedding source"}
+    )
+    quantization = ma.fields.String()
+    hasApiKey = ma.fields.Boolean()
+    apiKeyMasked = ma.fields.String(allow_none=True)
+
+
+class QdrantSettingsUpdateSchema(ma.Schema):
+    enabled = StrictBoolean(
+        metadata={"description": "true needs a healthy Qdrant and a successful search first"}
+    )
+    host = ma.fields.String(validate=And(Length(max=2048), no_control_characters))
+    port = ma.fields.Integer(strict=True, validate=Range(1, 65535))
+    collection = ma.fields.String(
+        validate=Regexp(COLLECTION_PATTERN, error="Use 1 to 100 letters, digits, _ or -.")
+    )
+    embeddingModel = ma.fields.String(
+        allow_none=True,
+        validate=And(Length(max=400), no_control_characters),
+        metadata={"description": "`provider/model`; null or empty: the memory's embedder"},
+    )
+    quantization = ma.fields.String(validate=OneOf(QUANTIZATIONS))
+    apiKey = ma.fields.String(
+        validate=And(Length(max=4096), no_control_characters),
+        metadata={"description": "empty removes the key"},
+    )
+
+
+class QdrantHealthSchema(ma.Schema):
+    ok = ma.fields.Boolean()
+    latencyMs = ma.fields.Float()
+    error = ma.fields.String()
+
+
+class QdrantSearchSchema(ma.Schema):
+    query = ma.fields.String(required=True, validate=Length(1, 4000))
+    apiKeyId = ma.fields.String(
+        required=True, validate=Length(min=1), metadata={"description": "the key searched"}
+    )
+    topK = ma.fields.Integer(load_default=5, strict=True, validate=Range(1, 50))
+
+
+class QdrantVerifySchema(ma.Schema):
+    repair = StrictBoolean(load_default=True)
+
+
+def _shown(config) -> dict:
+    return {
+        "enabled": config.enabled,
+        "mode": config.mode,
+        "host": config.host,
+        "port": config.port,
+        "url": config.url,
+        "path": config.path,
+        "collection": config.collection,
+        "embeddingModel": config.embedding_model,
+        "quantization": config.quantization,
+        "hasApiKey": bool(config.api_key),
+        "apiKeyMasked": masked(config.api_key),
+    }
+
+
+def _probe(config) -> None:
+    """Enabling needs Qdrant healthy and a search that works."""
+    try:
+        services().qdrant.sync.check(config)
+    except QdrantUnavailable as exc:
+        abort_invalid("enabled", str(exc))
+    except EmbeddingError as exc:
+        abort_invalid("enabled", f"embedding the test query failed ({exc.kind}): {exc}")
+
+
+@blp.route("")
+class QdrantSettingsResource(MethodView):
+    @blp.response(200, QdrantSettingsSchema)
+    def get(self):
+        """Get the Qdrant settings (the API key masked)"""
+        return _shown(services().qdrant.sync.settings.get())
+
+    @blp.arguments(QdrantSettingsUpdateSchema)
+    @blp.response(200, QdrantSettingsSchema)
+    def put(self, body):
+        """Change the Qdrant settings
+
+        Writes only the fields given. Enabling checks the connection and a search first (422
+        naming `enabled` when either fails), makes Qdrant the vector store of retrieval and
+        starts the backfill; disabling returns retrieval to the local index.
+        """
+        qdrant = services().qdrant.sync
+        if "embeddingModel" in body:
+            body["embeddingModel"] = (body["embeddingModel"] or "").strip() or None
+        preview = qdrant.settings.preview(body)
+        if "host" in body and body["host"].strip():
+            try:
+                check_base_url(
+                    server_url(body["host"], preview.port) or "",
+                    allow_local=current_app.config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+                    resolve=False,
+                )
+            except BlockedURL as exc:
+                abort_invalid("host", str(exc))
+        if preview.enabled and (body.get("enabled") or _connection_changed(body)):
+            _probe(preview)
+        was_enabled = qdrant.settings.get().enabled
+        config = qdrant.settings.update(body)
+        qdrant.index.forget()
+        if was_enabled and not config.enabled:
+            qdrant.reset()
+        if config.enabled:
+            request_qdrant_sync(services().jobs, in_process=config.mode == "local")
+        return _shown(config)
+
+
+def _connection_changed(body) -> bool:
+    return bool({"host", "port", "apiKey", "collection", "embeddingModel"} & set(body))
+
+
+@blp.route("/health")
+class QdrantHealth(MethodView):
+    @blp.response(200, QdrantHealthSchema)
+    def get(self):
+        """Check that Qdrant answers (a server's /readyz), with the latency"""
+        config = services().qdrant.sync.settings.get()
+        return services().qdrant.sync.index.connection.health(config).as_dict()
+
+
+@blp.route("/search")
+class QdrantSearch(MethodView):
+    @blp.arguments(QdrantSearchSchema)
+    @blp.response(200)
+    def post(self, body):
+        """Search Qdrant by meaning inside one key (a test of the tier)
+
+        Answers `{ok, results}` with each hit's memory, or `{ok: false, error}` when Qdrant
+        cannot search now. Unlike the reference's, the search is scoped to `apiKeyId`.
+        """
+        try:
+            collection, found = services().qdrant.sync.search(
+                body["apiKeyId"], body["query"], body["topK"]
+            )
+        except QdrantUnavailable as exc:
+            return {"ok": False, "error": str(exc), "results": []}
+        except EmbeddingError as exc:
+            return {"ok": False, "error": f"embedding failed ({exc.kind}): {exc}", "results": []}
+        results = [
+            {
+                "id": memory.id,
+                "score": round(score, 4),
+                "key": memory.key,
+                "type": memory.type,
+                "content": memory.content,
+            }
+            for memory, score in found
+        ]
+        return {"ok": True, "collection": collection, "results": results}
+
+
+@blp.route("/cleanup")
+class QdrantCleanup(MethodView):
+    @blp.response(200)
+    def post(self):
+        """Delete points of memories that are gone, expired or past retention"""
+        try:
+            return services().qdrant.sync.cleanup()
+        except QdrantUnavailable as exc:
+            return {"ok": False, "error": str(exc), "deletedCount": 0}
+
+
+@blp.route("/backfill")
+class QdrantBackfill(MethodView):
+    @blp.response(202)
+    def post(self):
+        """Write every memory to Qdrant again, in the background; follow it in engine-status"""
+        sync = services().qdrant.sync
+        config = sync.settings.get()
+        if not config.enabled:
+            abort_invalid("enabled", "Qdrant is not enabled.")
+        marked = sync.backfill()
+        request_qdrant_sync(services().jobs, in_process=config.mode == "local")
+        return {"started": True, "pending": marked}
+
+
+@blp.route("/verify")
+class QdrantVerify(MethodView):
+    @blp.arguments(QdrantVerifySchema)
+    @blp.response(200)
+    def post(self, body):
+        """Count points per key against the store; with repair, fix the drift
+
+        Missing points are queued for the sync job; points whose memory is gone are deleted.
+        """
+        svc = services()
+        try:
+            report = svc.qdrant.sync.verify(repair=body["repair"])
+        except QdrantUnavailable as exc:
+            return {"ok": False, "error": str(exc)}
+        if report["repaired"]:
+            config = svc.qdrant.sync.settings.get()
+            request_qdrant_sync(svc.jobs, in_process=config.mode == "local")
+        return {"ok": True, **report}
+
+
+@blp.route("/embedding-models")
+class QdrantEmbeddingModels(MethodView):
+    @blp.response(200)
+    def get(self):
+        """List the embedding models Qdrant's vectors can come from"""
+        svc = services()
+        resolution = svc.embeddings.resolve(svc.memory_settings.get())
+        own = resolution.embedder
+        label = (
+            f"The memory's embedding source ({own.source}: {own.model})"
+            if own
+            else ("The memory's embedding source (none available now)")
+        )
+        models = [{"value": "", "label": label}]
+        for provider in svc.providers.list_providers():
+            for model in provider.embedding_models:
+                ref = f"{provider.id}/{model['id']}"
+                models.append({"value": ref, "label": f"{ref} ({model['dimensions']} dims)"})
+        return {"models": models}

@@ -128,7 +128,7 @@ def test_the_spec_describes_every_setting_from_the_registry(client):
 
 def test_settings_not_yet_applied_say_so():
     waiting = {setting.name for setting in SETTINGS if not setting.applied}
-    assert waiting == {"vectorStore", "primaryBackend", "fallbackBackends", "backendConfigs"}
+    assert waiting == {"primaryBackend", "fallbackBackends", "backendConfigs"}
     assert all(s.help.startswith("Not yet applied") for s in SETTINGS if s.name in waiting)
 
 

@@ -120,8 +120,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rerankProviderModel", "memoryRerankProviderModel", None, TEXT,
             "The rerank model, `provider/model` (POST {baseUrl}/rerank).", nullable=True),
     Setting("vectorStore", "memoryVectorStore", "auto", CHOICE,
-            NOT_YET + "the Qdrant tier; vectors live in sqlite-vec.",
-            choices=VECTOR_STORES, applied=False),
+            "Where retrieval's vector side comes from: `qdrant` asks Qdrant first (enabling "
+            "Qdrant sets it), otherwise the local index (sqlite-vec or pgvector).",
+            choices=VECTOR_STORES),
     Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
             NOT_YET + "memory backends; the local store serves.", applied=False),
     Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,

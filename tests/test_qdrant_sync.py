@@ -1,0 +1,407 @@
+"""The Qdrant tier end to end in qdrant-client's local mode: dual-write, backfill, delete,
+tenant filters, verify and repair, cleanup, and a dimension change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from omniroute.clock import to_iso
+from omniroute.factory import create_app
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.qdrant.connection import QdrantUnavailable
+from omniroute.memory.qdrant.index import Point
+from omniroute.memory.qdrant.sync import SyncStopped
+from omniroute.tables import qdrant_outbox
+from tests.fake_upstream import EMBEDDING_DIMENSIONS, FakeUpstream
+from tests.helpers import app_settings
+from tests.qdrant_helpers import ADMIN, enable, points, synced
+
+pytestmark = pytest.mark.both_stores
+
+FACTS = {
+    "pet:dog": "My golden retriever is called Max",
+    "work:job": "I work as a nurse at the city hospital",
+    "food:favourite": "My favourite food is spicy ramen",
+}
+
+
+@pytest.fixture
+def upstream():
+    server = FakeUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def app(tmp_path, database_url, static_path, upstream):
+    provider = {
+        "id": "fake",
+        "baseUrl": upstream.base_url,
+        "apiKey": "sk-up-4321",
+        "models": ["m"],
+        "embeddingModels": [{"id": "emb", "dimensions": EMBEDDING_DIMENSIONS}],
+    }
+    app = create_app(
+        app_settings(
+            tmp_path,
+            database_url,
+            MEMORY_STATIC_MODEL=str(static_path),
+            QDRANT_PATH=str(tmp_path / "qdrant"),
+            OMNIROUTE_PROVIDERS=[provider],
+        )
+    )
+    app.extensions["omniroute"].memory_settings.update(
+        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
+    )
+    yield app
+    app.extensions["omniroute"].close()
+
+
+@pytest.fixture
+def svc(app):
+    return app.extensions["omniroute"]
+
+
+def remember(svc, owner: str, facts: dict[str, str]) -> dict[str, str]:
+    return {
+        key: svc.memories.create(api_key_id=owner, key=key, content=content)[0].id
+        for key, content in facts.items()
+    }
+
+
+def nearest(svc, query: str, owner: str = "alice", **more):
+    return svc.retriever.rank(
+        api_key_id=owner,
+        query=query,
+        settings=svc.memory_settings.get(),
+        strategy=more.pop("strategy", "semantic"),
+        **more,
+    )
+
+
+def test_enabling_backfills_what_was_there_and_retrieval_uses_qdrant(svc, client):
+    alice = remember(svc, "alice", FACTS)
+    bob = remember(svc, "bob", {"pet:cat": "Bob's cat is called Tom"})
+    enable(client)
+    synced(svc)
+    assert points(svc, "alice") == set(alice.values())
+    assert points(svc, "bob") == set(bob.values())
+    ranking = nearest(svc, "golden retriever dog")
+    assert ranking.vector_store == "qdrant" and ranking.fallback_reason is None
+    assert ranking.items[0].memory.key == "pet:dog"
+    assert {item.memory.api_key_id for item in ranking.items} == {"alice"}
+    status = client.get("/api/memory/engine-status", headers=ADMIN).json["qdrant"]
+    assert status["usedForRetrieval"] and status["ready"] and status["points"] == 4
+    preview = client.post(
+        "/api/memory/retrieve-preview",
+        json={"query": "golden retriever dog", "apiKeyId": "alice", "strategy": "semantic"},
+        headers=ADMIN,
+    ).json
+    assert preview["resolution"]["vectorStore"] == "qdrant"
+
+
+def test_api_writes_updates_and_deletes_reach_qdrant_by_a_job(svc, client, api_key):
+    enable(client)
+    synced(svc)
+    owner = api_key["id"]
+    created = client.post(
+        "/api/memory",
+        json={"apiKeyId": owner, "key": "pet:dog", "content": FACTS["pet:dog"]},
+        headers=ADMIN,
+    )
+    memory_id = created.json["memory"]["id"]
+    synced(svc)
+    assert points(svc, owner) == {memory_id}
+    client.put(
+        f"/api/memory/{memory_id}", json={"content": "My dog Max is a poodle"}, headers=ADMIN
+    )
+    synced(svc)
+    found = nearest(svc, "poodle dog", owner=owner)
+    assert found.items[0].memory.content == "My dog Max is a poodle"
+    assert client.delete(f"/api/memory/{memory_id}", headers=ADMIN).status_code == 200
+    synced(svc)
+    assert points(svc, owner) == set()
+
+
+def test_a_clear_of_a_key_removes_its_points_and_no_one_elses(svc, client):
+    enable(client)
+    remember(svc, "alice", FACTS)
+    bob = remember(svc, "bob", {"pet:cat": "Bob's cat is called Tom"})
+    synced(svc)
+    svc.memories.delete_matching(MemoryFilter(api_key_id="alice"))
+    synced(svc)
+    assert points(svc, "alice") == set()
+    assert points(svc, "bob") == set(bob.values())
+
+
+def test_writes_while_qdrant_is_off_are_backfilled_when_it_comes_on_again(svc, client):
+    enable(client)
+    first = remember(svc, "alice", {"pet:dog": FACTS["pet:dog"]})
+    synced(svc)
+    client.put("/api/settings/qdrant", json={"enabled": False}, headers=ADMIN)
+    assert svc.memory_settings.get()["vectorStore"] == "auto"
+    svc.memories.delete(first["pet:dog"])  # no outbox row: Qdrant is off
+    later = remember(svc, "alice", {"work:job": FACTS["work:job"]})
+    enable(client)
+    synced(svc)
+    assert points(svc, "alice") == set(later.values())  # the deleted one's point went too
+
+
+def test_expired_and_past_retention_memories_never_reach_the_results(svc, client):
+    enable(client)
+    remember(svc, "alice", FACTS)
+    synced(svc)
+    sync = svc.qdrant.sync
+    target = sync.target()
+    past = to_iso(svc.memories.clock() - timedelta(days=1))
+    old = to_iso(svc.memories.clock() - timedelta(days=400))
+    vector = target.embedder.embed(["golden retriever dog"])[0]
+    # Points whose memory expired (or aged) since they were written: the search filters them
+    # inside Qdrant, and the rows read back are checked again.
+    sync.index.upsert(
+        target.config,
+        target.collection,
+        [
+            Point(
+                "00000000-0000-4000-8000-000000000001",
+                "alice",
+                "",
+                "factual",
+                "x",
+                old,
+                None,
+                vector,
+            ),
+            Point(
+                "00000000-0000-4000-8000-000000000002",
+                "alice",
+                "",
+                "factual",
+                "y",
+                past,
+                past,
+                vector,
+            ),
+        ],
+    )
+    ranking = nearest(svc, "golden retriever dog")
+    ids = {item.memory.id for item in ranking.items}
+    assert "00000000-0000-4000-8000-000000000001" not in ids
+    assert ranking.items[0].memory.key == "pet:dog"
+    hits, _ = svc.qdrant.nearest(
+        svc.memory_settings.get(),
+        MemoryFilter(
+            api_key_id="alice", created_after=to_iso(svc.memories.clock() - timedelta(days=30))
+        ),
+        "golden retriever dog",
+        10,
+    )
+    assert not {"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"} & {
+        memory_id for memory_id, _ in hits
+    }
+
+
+def test_a_session_scoped_search_stays_in_its_session(svc, client):
+    enable(client)
+    svc.memories.create(api_key_id="alice", key="a", content=FACTS["pet:dog"], session_id="s1")
+    svc.memories.create(
+        api_key_id="alice", key="b", content="My other golden retriever is Rex", session_id="s2"
+    )
+    synced(svc)
+    ranking = nearest(svc, "golden retriever", session_id="s1")
+    assert ranking.vector_store == "qdrant"
+    assert [item.memory.key for item in ranking.items] == ["a"]
+
+
+def test_a_small_tenant_beside_a_large_one_gets_its_own_top_k(svc, client):
+    """The reference searched a global top-k and filtered by key afterwards."""
+    enable(client)
+    remember(svc, "big", {f"pet:{n}": f"My golden retriever number {n}" for n in range(150)})
+    small = remember(svc, "small", {"pet:dog": FACTS["pet:dog"]})
+    synced(svc)
+    hits, _ = svc.qdrant.nearest(
+        svc.memory_settings.get(), MemoryFilter(api_key_id="small"), "golden retriever", 20
+    )
+    assert [memory_id for memory_id, _ in hits] == [small["pet:dog"]]
+
+
+def test_a_failed_write_leaves_the_memory_marked_and_the_next_run_repairs_it(
+    svc, client, monkeypatch
+):
+    enable(client)
+    synced(svc)
+    index = svc.qdrant.sync.index
+
+    def refuse(*args, **kwargs):
+        raise QdrantUnavailable("Qdrant at test did not answer in time")
+
+    monkeypatch.setattr(index, "upsert", refuse)
+    monkeypatch.setattr(svc.jobs, "enqueue", lambda *a, **k: None)  # this test runs the job
+    memory_id = remember(svc, "alice", {"pet:dog": FACTS["pet:dog"]})["pet:dog"]
+    with pytest.raises(SyncStopped, match="did not answer in time"):
+        svc.qdrant.sync.run()
+    with svc.db.read() as conn:
+        row = conn.execute(select(qdrant_outbox)).mappings().one()
+    assert row["memory_id"] == memory_id and row["attempts"] == 1
+    assert "did not answer" in row["last_error"]
+    assert svc.qdrant.sync.outbox.stats() == {
+        "pending": 1,
+        "failing": 1,
+        "lastError": "Qdrant at test did not answer in time",
+    }
+    monkeypatch.undo()
+    svc.qdrant.sync.run()
+    assert points(svc, "alice") == {memory_id}
+    assert svc.qdrant.sync.outbox.stats()["pending"] == 0
+
+
+def test_a_change_made_while_its_row_is_served_is_not_lost(svc, client, monkeypatch):
+    enable(client)
+    synced(svc)
+    memory_id = remember(svc, "alice", {"pet:dog": FACTS["pet:dog"]})["pet:dog"]
+    synced(svc)
+    sync = svc.qdrant.sync
+    original = sync.index.upsert
+
+    def edit_meanwhile(*args, **kwargs):
+        original(*args, **kwargs)
+        if not edited:
+            edited.append(True)
+            svc.memories.update(memory_id, content="My dog Max is a poodle")
+
+    edited: list[bool] = []
+    monkeypatch.setattr(svc.jobs, "enqueue", lambda *a, **k: None)
+    svc.memories.update(memory_id, content="My dog Max is a beagle")
+    monkeypatch.setattr(sync.index, "upsert", edit_meanwhile)
+    sync.run(max_batches=1)
+    assert sync.outbox.stats()["pending"] == 1  # the poodle edit still waits
+    monkeypatch.undo()
+    sync.run()
+    assert nearest(svc, "poodle").items[0].memory.content == "My dog Max is a poodle"
+
+
+def test_verify_counts_per_key_and_repairs_drift(svc, client):
+    enable(client)
+    alice = remember(svc, "alice", FACTS)
+    synced(svc)
+    sync = svc.qdrant.sync
+    target = sync.target()
+    lost = alice["pet:dog"]
+    sync.index.delete(target.config, target.collection, [lost])
+    orphan = "00000000-0000-4000-8000-0000000000aa"
+    vector = target.embedder.embed(["anything"])[0]
+    now = svc.memories.now()
+    sync.index.upsert(
+        target.config,
+        target.collection,
+        [Point(orphan, "carol", "", "factual", "k", now, None, vector)],
+    )
+    report = client.post("/api/settings/qdrant/verify", json={"repair": False}, headers=ADMIN).json
+    by_key = {row["apiKeyId"]: row for row in report["tenants"]}
+    assert by_key["alice"] == {
+        "apiKeyId": "alice",
+        "memories": 3,
+        "points": 2,
+        "missing": 1,
+        "extra": 0,
+    }
+    assert by_key["carol"] == {
+        "apiKeyId": "carol",
+        "memories": 0,
+        "points": 1,
+        "missing": 0,
+        "extra": 1,
+    }
+    assert report["repaired"] is False and points(svc, "carol") == {orphan}
+    report = client.post("/api/settings/qdrant/verify", json={}, headers=ADMIN).json
+    assert report["repaired"] is True
+    synced(svc)
+    assert points(svc, "alice") == set(alice.values())
+    assert points(svc, "carol") == set()
+
+
+def test_cleanup_deletes_points_past_expiry_or_retention_and_orphans(svc, client):
+    enable(client)
+    alice = remember(svc, "alice", FACTS)
+    synced(svc)
+    sync = svc.qdrant.sync
+    target = sync.target()
+    vector = target.embedder.embed(["anything"])[0]
+    old = to_iso(svc.memories.clock() - timedelta(days=400))
+    past = to_iso(svc.memories.clock() - timedelta(hours=1))
+    sync.index.upsert(
+        target.config,
+        target.collection,
+        [
+            Point(
+                "00000000-0000-4000-8000-0000000000b1",
+                "alice",
+                "",
+                "factual",
+                "o",
+                old,
+                None,
+                vector,
+            ),
+            Point(
+                "00000000-0000-4000-8000-0000000000b2",
+                "alice",
+                "",
+                "factual",
+                "p",
+                past,
+                past,
+                vector,
+            ),
+            Point(
+                "00000000-0000-4000-8000-0000000000b3",
+                "dave",
+                "",
+                "factual",
+                "q",
+                past,
+                None,
+                vector,
+            ),
+        ],
+    )
+    result = client.post("/api/settings/qdrant/cleanup", headers=ADMIN).json
+    assert result == {"ok": True, "deletedCount": 3, "retentionDays": 30}
+    assert points(svc) == set(alice.values())
+
+
+def test_a_new_embedding_model_moves_to_a_new_collection(svc, client, upstream):
+    enable(client)
+    remember(svc, "alice", FACTS)
+    synced(svc)
+    first = svc.qdrant.sync.target()
+    assert first.embedder.dim == 256
+    shown = enable(client, embeddingModel="fake/emb")
+    assert shown["embeddingModel"] == "fake/emb"
+    synced(svc)
+    second = svc.qdrant.sync.target()
+    assert second.collection != first.collection and second.embedder.dim == EMBEDDING_DIMENSIONS
+    assert len(points(svc, "alice")) == 3
+    assert svc.qdrant.sync.index.count(first.config, first.collection) == 3  # left as it was
+    assert any(r["path"] == "/v1/embeddings" for r in upstream.requests)
+    models = client.get("/api/settings/qdrant/embedding-models", headers=ADMIN).json["models"]
+    assert (
+        models[0]["value"] == "" and {"value": "fake/emb", "label": "fake/emb (8 dims)"} in models
+    )
+
+
+def test_the_search_route_is_scoped_to_one_key(svc, client):
+    enable(client)
+    remember(svc, "alice", FACTS)
+    remember(svc, "bob", {"pet:dog": "Bob's golden retriever is called Rex"})
+    synced(svc)
+    found = client.post(
+        "/api/settings/qdrant/search",
+        json={"query": "golden retriever", "apiKeyId": "bob", "topK": 5},
+        headers=ADMIN,
+    ).json
+    assert found["ok"] is True
+    assert [hit["content"] for hit in found["results"]] == ["Bob's golden retriever is called Rex"]

@@ -1,4 +1,5 @@
-"""Flask CLI commands: `db upgrade`, `memory reindex`, `memory build-static`, `worker`."""
+"""Flask CLI commands: `db upgrade`, `memory reindex [--qdrant]`, `memory build-static`,
+`worker`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from jobs.worker import run_worker
 
 from . import migrate
 from .memory.embedding.static_model import build_default_static
+from .memory.qdrant.connection import QdrantUnavailable
+from .memory.qdrant.sync import QdrantSync, SyncStopped
 from .services import services
 
 db_cli = AppGroup("db", help="Database schema.")
@@ -38,9 +41,13 @@ memory_cli = AppGroup("memory", help="Memory engine.")
 
 @memory_cli.command("reindex")
 @click.option("--force", is_flag=True, help="Re-embed every memory, not only those without one.")
-def reindex_command(force: bool) -> None:
+@click.option("--qdrant", is_flag=True, help="Write every memory to Qdrant (its backfill).")
+def reindex_command(force: bool, qdrant: bool) -> None:
     """Embed the memories that need a vector, here and now, with a progress bar."""
     svc = services()
+    if qdrant:
+        _qdrant_backfill(svc.qdrant.sync)
+        return
     if force:
         svc.backfill.mark_all_for_reindex()
     total = svc.backfill.pending()
@@ -55,6 +62,33 @@ def reindex_command(force: bool) -> None:
     click.echo(f"embedded {total - svc.backfill.pending()} of {total}; errors: {progress.errors}")
     if progress.reason:
         raise click.ClickException(progress.reason)
+
+
+def _qdrant_backfill(sync: QdrantSync) -> None:
+    """Mark every memory for Qdrant and write them all, batch by batch."""
+    try:
+        target = sync.target()
+        sync.index.ensure(target.config, target.collection, target.embedder.dim)
+    except QdrantUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    sync.backfill()
+    total = sync.outbox.stats()["pending"]
+    with click.progressbar(length=total, label=f"writing to {target.collection}") as bar:
+        while True:
+            before = sync.outbox.stats()["pending"]
+            try:
+                sync.run(max_batches=1)
+            except SyncStopped as exc:
+                raise click.ClickException(str(exc)) from None
+            left = sync.outbox.stats()["pending"]
+            bar.update(before - left)
+            if not left or left >= before:
+                break
+    progress = sync.progress
+    click.echo(
+        f"Qdrant {target.config.where}: {progress.upserted} points written, "
+        f"{progress.deleted} deleted; {sync.outbox.stats()['pending']} left"
+    )
 
 
 @memory_cli.command("build-static")

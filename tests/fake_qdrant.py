@@ -66,6 +66,11 @@ class FakeQdrant:
             if collection is None:
                 return 404, {"status": {"error": f"Collection `{name}` doesn't exist!"}}
             points = collection["points"]
+            if rest == "" and method == "GET":
+                return 200, _info(collection)
+            if rest == "" and method == "PATCH":
+                collection["config"]["quantization_config"] = body.get("quantization_config")
+                return 200, True
             if rest == "/index":
                 collection["indexes"].append(body["field_name"])
                 return 200, {"operation_id": 1, "status": "completed"}
@@ -93,6 +98,25 @@ class FakeQdrant:
         return 404, {"status": {"error": f"no route {method} {route}"}}
 
 
+def _info(collection: dict) -> dict:
+    """A CollectionInfo as Qdrant 1.x answers it (the fields qdrant-client requires)."""
+    created = collection["config"]
+    quantization = created.get("quantization_config")
+    return {
+        "status": "green",
+        "optimizer_status": "ok",
+        "segments_count": 1,
+        "points_count": len(collection["points"]),
+        "payload_schema": {},
+        "config": {
+            "params": {"vectors": created["vectors"]},
+            "hnsw_config": {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000},
+            "optimizer_config": {"default_segment_number": 0, "flush_interval_sec": 5},
+            "quantization_config": None if quantization == "Disabled" else quantization,
+        },
+    }
+
+
 def _tenant(where: dict | None) -> str | None:
     for condition in (where or {}).get("must", []):
         if condition.get("key") == "apiKeyId":
@@ -106,7 +130,8 @@ def _matching(points: dict, where: dict | None) -> list[dict]:
 
 
 def _query(points: dict, body: dict) -> list[dict]:
-    query = np.asarray(body["query"], dtype=np.float32)
+    vector = body["query"]
+    query = np.asarray(vector.get("nearest") if isinstance(vector, dict) else vector, "float32")
     scored = []
     for point in _matching(points, body.get("filter")):
         vector = np.asarray(point["vector"], dtype=np.float32)
@@ -138,7 +163,10 @@ def _handler_for(fake: FakeQdrant) -> type[BaseHTTPRequestHandler]:
                 time.sleep(fake.slow_seconds)
             if fake.api_key is not None and self.headers.get("api-key") != fake.api_key:
                 return self._send(401, {"status": {"error": "Must provide an API key"}})
-            status, result = fake.answer(self.command, self.path, body)
+            try:
+                status, result = fake.answer(self.command, self.path, body)
+            except Exception as exc:  # a request this fake does not know: say so, loudly
+                return self._send(500, {"status": {"error": f"fake Qdrant: {exc!r}"}})
             if status != 200:
                 return self._send(status, result)
             if self.path == "/readyz":

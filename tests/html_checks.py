@@ -50,3 +50,37 @@ def duplicate_ids(html: str) -> list[str]:
     parser.feed(html)
     seen: set[str] = set()
     return [i for i in parser.ids if i in seen or seen.add(i)]
+
+
+class _Text(HTMLParser):
+    """The text inside the element with one id (whitespace collapsed)."""
+
+    def __init__(self, element_id: str) -> None:
+        super().__init__()
+        self._id = element_id
+        self._depth = 0  # >0 inside the element
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if self._depth:
+            self._depth += tag not in _VOID
+        elif dict(attrs).get("id") == self._id:
+            self._depth = 1
+
+    def handle_endtag(self, tag):
+        if self._depth and tag not in _VOID:
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._depth:
+            self.parts.append(data)
+
+
+_VOID = {"input", "br", "img", "meta", "link", "hr", "source", "wbr", "area", "col"}
+
+
+def text_of(html: str, selector: str) -> str:
+    """The visible words of `#id` in a page, for asserting what a person would read."""
+    parser = _Text(selector.removeprefix("#"))
+    parser.feed(html)
+    return " ".join(" ".join(parser.parts).split())

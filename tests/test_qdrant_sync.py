@@ -86,6 +86,7 @@ def test_enabling_backfills_what_was_there_and_retrieval_uses_qdrant(svc, client
     alice = remember(svc, "alice", FACTS)
     bob = remember(svc, "bob", {"pet:cat": "Bob's cat is called Tom"})
     enable(client)
+    assert svc.memory_settings.get()["vectorStore"] == "qdrant"
     synced(svc)
     assert points(svc, "alice") == set(alice.values())
     assert points(svc, "bob") == set(bob.values())
@@ -405,3 +406,20 @@ def test_the_search_route_is_scoped_to_one_key(svc, client):
     ).json
     assert found["ok"] is True
     assert [hit["content"] for hit in found["results"]] == ["Bob's golden retriever is called Rex"]
+
+
+def test_the_cli_backfills_in_the_foreground(app, svc, client):
+    enable(client)
+    alice = remember(svc, "alice", FACTS)
+    synced(svc)
+    target = svc.qdrant.sync.target()
+    svc.qdrant.sync.index.delete(target.config, target.collection, list(alice.values()))
+    result = app.test_cli_runner().invoke(args=["memory", "reindex", "--qdrant"])
+    assert result.exit_code == 0, result.output
+    assert "3 points written" in result.output and "0 left" in result.output
+    assert points(svc, "alice") == set(alice.values())
+
+
+def test_the_cli_says_why_when_qdrant_is_off(app):
+    result = app.test_cli_runner().invoke(args=["memory", "reindex", "--qdrant"])
+    assert result.exit_code == 1 and "Qdrant is not enabled" in result.output

@@ -9,8 +9,11 @@ from typing import Any
 import marshmallow as ma
 from flask import url_for
 
+from ..memory.embedding.base import EmbeddingError
 from ..memory.listing import ListingQuery, filters_from, listing
 from ..memory.preview import preview_retrieval
+from ..memory.qdrant.config import QUANTIZATIONS, masked
+from ..memory.qdrant.connection import QdrantUnavailable
 from ..memory.retrieval import STRATEGIES
 from ..memory.settings import MAX_BUDGET_TOKENS
 from ..services import Services
@@ -101,6 +104,38 @@ def playground_tab(
     }
 
 
+def qdrant_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str, Any]:
+    """The Qdrant card: its settings, models, and the test the admin asked for, if any."""
+    sync = svc.qdrant.sync
+    test: dict[str, Any] | None = None
+    active = [key.id for key in keys if key.revoked_at is None]
+    form = {
+        "query": args.get("qdrantQuery", ""),
+        "apiKeyId": args.get("qdrantKey") or (active or [""])[0],
+    }
+    if args.get("qdrantTest") == "health":
+        test = {"kind": "health", **sync.index.connection.health(sync.settings.get()).as_dict()}
+    elif args.get("qdrantTest") == "search" and form["query"].strip():
+        try:
+            collection, found = sync.search(form["apiKeyId"], form["query"], PREVIEW_LIMIT)
+            test = {"kind": "search", "ok": True, "collection": collection, "found": found}
+        except (QdrantUnavailable, EmbeddingError) as exc:
+            test = {"kind": "search", "ok": False, "error": str(exc)}
+    providers = svc.providers.list_providers()
+    return {
+        "qdrant_settings": sync.settings.get(),
+        "qdrant_masked": masked(sync.settings.get().api_key),
+        "qdrant_test": test,
+        "qdrant_form": form,
+        "qdrant_quantizations": QUANTIZATIONS,
+        "qdrant_models": [
+            f"{provider.id}/{model['id']}"
+            for provider in providers
+            for model in provider.embedding_models
+        ],
+    }
+
+
 def engine_tab(svc: Services) -> dict[str, Any]:
     status = svc.engine_report()
     vectors = status["vectorStore"]
@@ -113,7 +148,8 @@ def engine_tab(svc: Services) -> dict[str, Any]:
         "total": total,
         "percent": math.floor(100 * embedded / total) if total else 100,
         # Poll fast while vectors are being made, slowly otherwise.
-        "busy": bool(vectors["needsReindex"] and status["embedding"]["available"]),
+        "busy": bool(vectors["needsReindex"] and status["embedding"]["available"])
+        or bool(status["qdrant"]["enabled"] and status["qdrant"]["sync"]["running"]),
         "embedding_models": [
             f"{provider.id}/{model['id']}"
             for provider in providers

@@ -8,7 +8,7 @@ from ..memory import settings as registry
 from ..memory.model import MEMORY_TYPES
 from ..services import services
 from .blueprint import bp
-from .memory_tabs import engine_tab, memories_tab, playground_tab
+from .memory_tabs import engine_tab, memories_tab, playground_tab, qdrant_card
 
 TABS = ("memories", "playground", "engine")
 
@@ -25,7 +25,7 @@ def memory():
     elif tab == "playground":
         details = playground_tab(svc, request.args, settings, all_keys)
     else:
-        details = engine_tab(svc)
+        details = {**engine_tab(svc), **qdrant_card(svc, request.args, all_keys)}
     return render_template(
         "studio/memory.html",
         tab=tab,

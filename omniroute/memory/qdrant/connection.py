@@ -90,20 +90,50 @@ class QdrantConnection:
             raise QdrantUnavailable(describe(exc, config)) from None
 
     def health(self, config: QdrantConfig) -> Health:
-        """A server's /readyz (the reference's probe), or local mode's folder opening."""
+        """A server's GET /readyz (the reference's probe), or local mode's folder opening.
+
+        The probe is a plain request: qdrant-client reads /readyz's text answer as JSON."""
         started = time.perf_counter()
-
-        def probe(client: QdrantClient) -> None:
-            if config.path:
-                client.get_collections()
-            else:
-                client.http.service_api.readyz()
-
         try:
-            self.run(config, probe)
+            if config.path:
+                self.run(config, lambda client: client.get_collections())
+            else:
+                self._ready(config)
         except QdrantUnavailable as exc:
             return Health(False, _ms(started), str(exc)[:ERROR_CHARS])
         return Health(True, _ms(started))
+
+    def _ready(self, config: QdrantConfig) -> None:
+        if not config.url:
+            raise QdrantUnavailable(
+                "Qdrant is not configured: set a host, QDRANT_URL or QDRANT_PATH"
+            )
+        pinned = self._pinned(config)
+        headers = {"api-key": config.api_key} if config.api_key else {}
+        transport = _PinnedTransport(pinned, WRITE_TIMEOUT_SECONDS)
+        try:
+            with httpx.Client(transport=transport, follow_redirects=False) as http:
+                response = http.get(f"{pinned.connect_url}/readyz", headers=headers)
+        except httpx.HTTPError as exc:
+            raise QdrantUnavailable(describe(exc, config)) from None
+        if response.status_code != 200:
+            raise QdrantUnavailable(
+                describe(
+                    UnexpectedResponse(
+                        response.status_code,
+                        response.reason_phrase,
+                        response.content,
+                        response.headers,
+                    ),
+                    config,
+                )
+            )
+
+    def _pinned(self, config: QdrantConfig) -> PinnedURL:
+        try:
+            return pin_base_url(config.url or "", allow_local=self._allow_local)
+        except BlockedURL as exc:
+            raise QdrantUnavailable(f"the Qdrant URL is refused: {exc}") from None
 
     def close(self) -> None:
         with self._lock:
@@ -140,10 +170,7 @@ class QdrantConnection:
                     f"local mode could not open {config.path}: another process has it open "
                     "(local mode serves one process; use a Qdrant server to share it)"
                 ) from exc
-        try:
-            pinned = pin_base_url(config.url, allow_local=self._allow_local)
-        except BlockedURL as exc:
-            raise QdrantUnavailable(f"the Qdrant URL is refused: {exc}") from None
+        pinned = self._pinned(config)
         timeout = self._search_timeout if search else WRITE_TIMEOUT_SECONDS
         with warnings.catch_warnings():  # "Api key is used with an insecure connection"
             warnings.simplefilter("ignore", UserWarning)

@@ -49,10 +49,8 @@ class QdrantTier:
         """The tenant's k nearest memory ids with their similarity, and the embedder used.
 
         QdrantUnavailable says why Qdrant cannot answer this time."""
-        with self._lock:
-            left = self._down_until - self._monotonic()
-            if left > 0:
-                raise QdrantUnavailable(f"{self._down_reason} (trying again in {left:.0f} s)")
+        if paused := self.paused():
+            raise QdrantUnavailable(paused)
         target = self.sync.target(settings)
         if not self.sync.is_ready(target):
             pending = self.sync.outbox.stats()["pending"]
@@ -89,10 +87,15 @@ class QdrantTier:
             return cached[2]
         health = self.sync.index.connection.health(config)
         self._health = (now, fingerprint, health)
-        if health.ok:
-            with self._lock:
-                self._down_until = 0.0  # it answers again: no need to wait out the pause
         return health
+
+    def paused(self) -> str | None:
+        """Why retrievals skip Qdrant now (a recent failure), or None."""
+        with self._lock:
+            left = self._down_until - self._monotonic()
+            if left > 0:
+                return f"{self._down_reason} (trying again in {left:.0f} s)"
+        return None
 
     def status(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """The `qdrant` block of engine-status."""
@@ -132,12 +135,14 @@ class QdrantTier:
                     report["points"] = self.sync.index.count(config, target.collection)
             except QdrantUnavailable as exc:
                 report["error"] = str(exc)
+        paused = self.paused()
         report["usedForRetrieval"] = bool(
-            health.ok and report["ready"] and settings["vectorStore"] == "qdrant"
+            health.ok and not paused and report["ready"] and settings["vectorStore"] == "qdrant"
         )
         if not report["usedForRetrieval"]:
             report["reason"] = (
                 health.error
+                or paused
                 or (None if report["ready"] else "the backfill has not finished")
                 or "the vector store setting is not qdrant"
             )

@@ -24,11 +24,15 @@ class SettingsStore:
         self.db = database
         self._cache: TTLCache[str, dict[str, Any]] = TTLCache(1, CACHE_TTL_SECONDS)
         self._lock = threading.Lock()
+        # Bumped by every clear: a read that began before a write must not cache what it read
+        # (a reader thread racing a PUT would otherwise keep the old values for the TTL).
+        self._generation = 0
 
     def all(self) -> dict[str, Any]:
         """Every stored setting, key -> decoded JSON value (unparseable values are skipped)."""
         with self._lock:
             cached = self._cache.get("all")
+            generation = self._generation
         if cached is not None:
             return dict(cached)
         with self.db.read() as conn:
@@ -40,7 +44,8 @@ class SettingsStore:
             except ValueError:
                 continue
         with self._lock:
-            self._cache["all"] = values
+            if generation == self._generation:
+                self._cache["all"] = values
         return dict(values)
 
     def put(self, values: Mapping[str, Any]) -> None:
@@ -62,4 +67,5 @@ class SettingsStore:
 
     def clear_cache(self) -> None:
         with self._lock:
+            self._generation += 1
             self._cache.clear()

@@ -59,3 +59,31 @@ def test_enabled_the_chip_and_progress_say_so_and_a_test_search_finds_by_meaning
     assert "My golden retriever Max" in text_of(found, "#qdrant-tests")
     health = studio.get("/dashboard/memory?tab=engine&qdrantTest=health").text
     assert "Qdrant answers" in text_of(health, "#qdrant-tests")
+
+
+@pytest.mark.browser
+def test_in_the_browser_an_admin_enables_qdrant_and_tests_a_search(page, svc, make_key):
+    from playwright.sync_api import expect
+
+    from tests.browser import log_in, screenshot
+
+    key = make_key("laptop")
+    svc.memories.create(api_key_id=key["id"], key="pet:dog", content="My golden retriever Max")
+    log_in(page, "/dashboard/memory?tab=engine")
+    card = page.locator("#qdrant-card")
+    card.get_by_label("Qdrant enabled").check()
+    card.get_by_label("Quantisation").select_option("int8")
+    card.get_by_role("button", name="Save Qdrant settings").click()
+    expect(page.locator("#announcer")).to_have_text("Qdrant settings saved")
+    assert svc.qdrant.sync.settings.get().quantization == "int8"
+    expect(page.locator("#engine-status")).to_contain_text(
+        "used for retrieval · 1 points", timeout=30_000
+    )
+    card = page.locator("#qdrant-card")
+    card.get_by_label("Test search (by meaning, inside one key)").fill("golden retriever")
+    card.get_by_label("API key").select_option(key["id"])
+    card.get_by_role("button", name="Test search").click()
+    expect(page.locator("#qdrant-tests")).to_contain_text("My golden retriever Max")
+    page.locator("#qdrant-card").get_by_role("button", name="Test connection").click()
+    expect(page.locator("#qdrant-tests")).to_contain_text("Qdrant answers")
+    screenshot(page, "engine-qdrant")

@@ -266,8 +266,9 @@
     }
   }
 
-  function liveUpdate(form) {
-    const params = new URLSearchParams(new FormData(form));
+  function liveUpdate(form, submitter = null) {
+    // The button that submitted the form says what to do (its name and value), as in a GET.
+    const params = new URLSearchParams(new FormData(form, submitter));
     for (const [name, value] of [...params]) if (value === "") params.delete(name);
     const url = `${form.action.split("?")[0]}?${params}`;
     history.replaceState(null, "", url);
@@ -410,7 +411,7 @@
       importFile(form);
     } else if (form.matches("form[data-live]")) {
       event.preventDefault();
-      liveUpdate(form);
+      liveUpdate(form, event.submitter);
     }
   });
 

@@ -24,6 +24,7 @@ from omniroute import migrate  # noqa: E402
 from omniroute.db import Database  # noqa: E402
 from omniroute.factory import create_app  # noqa: E402
 from omniroute.memory.fts import keyword_search  # noqa: E402
+from omniroute.memory.listing import list_page  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 
@@ -100,11 +101,11 @@ def main() -> None:
             ),
             "get (cached)": lambda: store.get(ids[0]),
             "get (uncached)": lambda: store.get(ids[rng.randrange(1, len(ids))]),
-            "list page 1, limit 50, with stats": lambda: store.list_page(
-                MemoryFilter(api_key_id="alice")
+            "list page 1, limit 50, with stats": lambda: list_page(
+                store, MemoryFilter(api_key_id="alice")
             ),
-            "list q= substring": lambda: store.list_page(
-                MemoryFilter(api_key_id="alice", text="coffee tea")
+            "list q= substring": lambda: list_page(
+                store, MemoryFilter(api_key_id="alice", text="coffee tea")
             ),
             "keyword search, 1 word": keyword("kubernetes"),
             "keyword search, question": keyword("where did I go hiking with my dog in tokyo?"),

@@ -52,16 +52,10 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
 def backfill_vectors() -> int:
     """Embed every memory that still needs a vector; return how many got one."""
     progress = services().backfill.run()
-    job = get_current_job()
-    # A run that had nothing to do (no source yet, nothing pending) is no news at INFO.
-    level = logging.INFO if progress.processed or progress.errors else logging.DEBUG
-    log.log(
-        level,
-        "job %s: %d memories embedded, %d errors%s",
-        job.id if job else "in-process",
-        progress.processed,
-        progress.errors,
-        f" ({progress.reason})" if progress.reason else "",
+    _report(
+        f"{progress.processed} memories embedded, {progress.errors} errors",
+        progress.processed or progress.errors,
+        progress.reason,
     )
     return progress.processed
 
@@ -71,17 +65,24 @@ def sync_qdrant() -> int:
 
     A failure raises (SyncStopped), so the job is retried; the rows stay marked either way."""
     progress = services().qdrant.sync.run()
-    job = get_current_job()
-    level = logging.INFO if progress.upserted or progress.deleted else logging.DEBUG
-    log.log(
-        level,
-        "job %s: Qdrant %d points written, %d deleted%s",
-        job.id if job else "in-process",
-        progress.upserted,
-        progress.deleted,
-        f" ({progress.reason})" if progress.reason else "",
+    _report(
+        f"Qdrant {progress.upserted} points written, {progress.deleted} deleted",
+        progress.upserted or progress.deleted,
+        progress.reason,
     )
     return progress.upserted + progress.deleted
+
+
+def _report(summary: str, news: int, reason: str | None) -> None:
+    """Log what a job did; a run that had nothing to do is no news at INFO."""
+    job = get_current_job()
+    log.log(
+        logging.INFO if news else logging.DEBUG,
+        "job %s: %s%s",
+        job.id if job else "in-process",
+        summary,
+        f" ({reason})" if reason else "",
+    )
 
 
 def build_static_model() -> str | None:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from omniroute.memory.listing import list_page
 from omniroute.memory.model import MemoryFilter
 
 pytestmark = pytest.mark.both_stores
@@ -12,7 +13,7 @@ def test_health_round_trip_works_and_leaves_nothing_behind(client, admin, svc):
     assert response.status_code == 200
     assert response.json["working"] is True
     assert response.json["latencyMs"] >= 0
-    assert svc.memories.list_page(MemoryFilter()).total == 0
+    assert list_page(svc.memories, MemoryFilter()).total == 0
     with svc.db.read() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM memory_history").scalar() == 0
         assert conn.exec_driver_sql("SELECT count(*) FROM memories").scalar() == 0

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests.fake_qdrant import FakeQdrant
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, app_settings, environment, eventually
-from tests.qdrant_helpers import ADMIN, enable, points, synced
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
+from tests.qdrant_helpers import ADMIN, chat, enable, memory_app, points, synced
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,23 +24,9 @@ def qdrant():
     server.stop()
 
 
-def memory_app(tmp_path, static_path, upstream=None, **more):
-    providers = []
-    if upstream is not None:
-        providers = [{"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}]
-    app = create_app(
-        app_settings(
-            tmp_path,
-            None,
-            MEMORY_STATIC_MODEL=str(static_path),
-            OMNIROUTE_PROVIDERS=providers,
-            **more,
-        )
-    )
-    app.extensions["omniroute"].memory_settings.update(
-        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
-    )
-    return app
+def chat_app(tmp_path, static_path, upstream, **more):
+    provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
+    return memory_app(tmp_path, None, static_path, OMNIROUTE_PROVIDERS=[provider], **more)
 
 
 def upserted(qdrant: FakeQdrant) -> set[str]:
@@ -56,7 +41,7 @@ def upserted(qdrant: FakeQdrant) -> set[str]:
 def test_with_redis_a_real_worker_writes_and_deletes_the_points(
     tmp_path, static_path, qdrant, redis_db
 ):
-    app = memory_app(tmp_path, static_path, REDIS_URL=REDIS_TEST_URL, QDRANT_URL=qdrant.url)
+    app = memory_app(tmp_path, None, static_path, REDIS_URL=REDIS_TEST_URL, QDRANT_URL=qdrant.url)
     svc = app.extensions["omniroute"]
     client = app.test_client()
     log = (tmp_path / "worker.log").open("w")
@@ -104,21 +89,13 @@ def test_with_redis_a_real_worker_writes_and_deletes_the_points(
 
 
 def test_a_chats_extracted_facts_reach_qdrant(tmp_path, static_path, upstream):
-    app = memory_app(tmp_path, static_path, upstream, QDRANT_PATH=str(tmp_path / "q"))
+    app = chat_app(tmp_path, static_path, upstream, QDRANT_PATH=str(tmp_path / "q"))
     svc = app.extensions["omniroute"]
     try:
         client = app.test_client()
         enable(client)
         key, secret = svc.keys.create("chat")
-        response = client.post(
-            "/v1/chat/completions",
-            json={
-                "model": "fake/m",
-                "messages": [{"role": "user", "content": "I prefer TypeScript."}],
-            },
-            headers={"Authorization": f"Bearer {secret}"},
-        )
-        assert response.status_code == 200
+        chat(client, secret, "I prefer TypeScript.")
         assert eventually(lambda: points(svc, key.id), timeout=30)
         synced(svc)
         (memory,) = svc.memories.find(MemoryFilter(api_key_id=key.id))
@@ -130,7 +107,7 @@ def test_a_chats_extracted_facts_reach_qdrant(tmp_path, static_path, upstream):
 def test_a_chat_with_qdrant_down_is_answered_with_memories_from_the_local_index(
     tmp_path, static_path, upstream, qdrant
 ):
-    app = memory_app(tmp_path, static_path, upstream, QDRANT_URL=qdrant.url)
+    app = chat_app(tmp_path, static_path, upstream, QDRANT_URL=qdrant.url)
     svc = app.extensions["omniroute"]
     try:
         client = app.test_client()
@@ -140,15 +117,7 @@ def test_a_chat_with_qdrant_down_is_answered_with_memories_from_the_local_index(
         synced(svc)
         assert eventually(lambda: svc.backfill.pending() == 0, timeout=30)
         qdrant.mode = "down"
-        response = client.post(
-            "/v1/chat/completions",
-            json={
-                "model": "fake/m",
-                "messages": [{"role": "user", "content": "golden retriever?"}],
-            },
-            headers={"Authorization": f"Bearer {secret}"},
-        )
-        assert response.status_code == 200
+        chat(client, secret, "golden retriever?")
         system = upstream.last_body["messages"][0]
         assert system["role"] == "system" and "My golden retriever is Max" in system["content"]
     finally:

@@ -7,12 +7,10 @@ import time
 
 import pytest
 
-from omniroute.factory import create_app
 from omniroute.memory.qdrant.config import QdrantConfig
 from omniroute.memory.qdrant.connection import QdrantConnection
 from tests.fake_qdrant import FakeQdrant
-from tests.helpers import app_settings
-from tests.qdrant_helpers import ADMIN, enable, synced
+from tests.qdrant_helpers import ADMIN, enable, memory_app, synced
 
 
 @pytest.fixture
@@ -24,18 +22,13 @@ def qdrant():
 
 @pytest.fixture
 def app(tmp_path, static_path, qdrant):
-    app = create_app(
-        app_settings(
-            tmp_path,
-            None,
-            MEMORY_STATIC_MODEL=str(static_path),
-            QDRANT_URL=qdrant.url,
-            QDRANT_TIMEOUT_MS=300,
-            QDRANT_RETRY_SECONDS=30,
-        )
-    )
-    app.extensions["omniroute"].memory_settings.update(
-        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
+    app = memory_app(
+        tmp_path,
+        None,
+        static_path,
+        QDRANT_URL=qdrant.url,
+        QDRANT_TIMEOUT_MS=300,
+        QDRANT_RETRY_SECONDS=30,
     )
     yield app
     app.extensions["omniroute"].close()

@@ -9,15 +9,12 @@ import pytest
 from sqlalchemy import select
 
 from omniroute.clock import to_iso
-from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
-from omniroute.memory.qdrant.index import Point
 from omniroute.memory.qdrant.sync import SyncStopped
 from omniroute.tables import qdrant_outbox
-from tests.fake_upstream import EMBEDDING_DIMENSIONS, FakeUpstream
-from tests.helpers import app_settings
-from tests.qdrant_helpers import ADMIN, enable, points, synced
+from tests.fake_upstream import EMBEDDING_DIMENSIONS
+from tests.qdrant_helpers import ADMIN, enable, memory_app, points, put_points, synced
 
 pytestmark = pytest.mark.both_stores
 
@@ -29,13 +26,6 @@ FACTS = {
 
 
 @pytest.fixture
-def upstream():
-    server = FakeUpstream().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def app(tmp_path, database_url, static_path, upstream):
     provider = {
         "id": "fake",
@@ -44,17 +34,12 @@ def app(tmp_path, database_url, static_path, upstream):
         "models": ["m"],
         "embeddingModels": [{"id": "emb", "dimensions": EMBEDDING_DIMENSIONS}],
     }
-    app = create_app(
-        app_settings(
-            tmp_path,
-            database_url,
-            MEMORY_STATIC_MODEL=str(static_path),
-            QDRANT_PATH=str(tmp_path / "qdrant"),
-            OMNIROUTE_PROVIDERS=[provider],
-        )
-    )
-    app.extensions["omniroute"].memory_settings.update(
-        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
+    app = memory_app(
+        tmp_path,
+        database_url,
+        static_path,
+        QDRANT_PATH=str(tmp_path / "qdrant"),
+        OMNIROUTE_PROVIDERS=[provider],
     )
     yield app
     app.extensions["omniroute"].close()
@@ -151,58 +136,40 @@ def test_writes_while_qdrant_is_off_are_backfilled_when_it_comes_on_again(svc, c
     assert points(svc, "alice") == set(later.values())  # the deleted one's point went too
 
 
-def test_expired_and_past_retention_memories_never_reach_the_results(svc, client):
+AGED = "00000000-0000-4000-8000-000000000001"
+EXPIRED = "00000000-0000-4000-8000-000000000002"
+
+
+def test_expired_and_past_retention_points_are_filtered_inside_the_search(svc, client):
     enable(client)
     remember(svc, "alice", FACTS)
     synced(svc)
-    sync = svc.qdrant.sync
-    target = sync.target()
-    past = to_iso(svc.memories.clock() - timedelta(days=1))
-    old = to_iso(svc.memories.clock() - timedelta(days=400))
-    vector = target.embedder.embed(["golden retriever dog"])[0]
-    # Points whose memory expired (or aged) since they were written: the search filters them
-    # inside Qdrant, and the rows read back are checked again.
-    sync.index.upsert(
-        target.config,
-        target.collection,
-        [
-            Point(
-                "00000000-0000-4000-8000-000000000001",
-                "alice",
-                "",
-                "factual",
-                "x",
-                old,
-                None,
-                vector,
-            ),
-            Point(
-                "00000000-0000-4000-8000-000000000002",
-                "alice",
-                "",
-                "factual",
-                "y",
-                past,
-                past,
-                vector,
-            ),
-        ],
-    )
+    now = svc.memories.clock()
+    # Points whose memory aged past retention or expired since they were written, and that
+    # match the query better than anything: Qdrant's own filter leaves them out.
+    put_stale_points(svc, "alice")
+    live = MemoryFilter(api_key_id="alice", created_after=to_iso(now - timedelta(days=30)))
+    hits, _ = svc.qdrant.nearest(svc.memory_settings.get(), live, "golden retriever dog", 10)
+    assert {memory_id for memory_id, _ in hits} == set(remember_ids(svc, "alice"))
     ranking = nearest(svc, "golden retriever dog")
-    ids = {item.memory.id for item in ranking.items}
-    assert "00000000-0000-4000-8000-000000000001" not in ids
-    assert ranking.items[0].memory.key == "pet:dog"
-    hits, _ = svc.qdrant.nearest(
-        svc.memory_settings.get(),
-        MemoryFilter(
-            api_key_id="alice", created_after=to_iso(svc.memories.clock() - timedelta(days=30))
-        ),
-        "golden retriever dog",
-        10,
+    assert ranking.vector_store == "qdrant" and ranking.items[0].memory.key == "pet:dog"
+
+
+def put_stale_points(svc, owner: str) -> None:
+    """One point past retention, one past its expiry (no memory behind either)."""
+    now = svc.memories.clock()
+    put_points(
+        svc,
+        owner,
+        {
+            AGED: (to_iso(now - timedelta(days=400)), None),
+            EXPIRED: (to_iso(now - timedelta(hours=2)), to_iso(now - timedelta(hours=1))),
+        },
     )
-    assert not {"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"} & {
-        memory_id for memory_id, _ in hits
-    }
+
+
+def remember_ids(svc, owner: str) -> list[str]:
+    return [memory.id for memory in svc.memories.find(MemoryFilter(api_key_id=owner))]
 
 
 def test_a_session_scoped_search_stays_in_its_session(svc, client):
@@ -293,13 +260,7 @@ def test_verify_counts_per_key_and_repairs_drift(svc, client):
     lost = alice["pet:dog"]
     sync.index.delete(target.config, target.collection, [lost])
     orphan = "00000000-0000-4000-8000-0000000000aa"
-    vector = target.embedder.embed(["anything"])[0]
-    now = svc.memories.now()
-    sync.index.upsert(
-        target.config,
-        target.collection,
-        [Point(orphan, "carol", "", "factual", "k", now, None, vector)],
-    )
+    put_points(svc, "carol", {orphan: (svc.memories.now(), None)})
     report = client.post("/api/settings/qdrant/verify", json={"repair": False}, headers=ADMIN).json
     by_key = {row["apiKeyId"]: row for row in report["tenants"]}
     assert by_key["alice"] == {
@@ -328,47 +289,9 @@ def test_cleanup_deletes_points_past_expiry_or_retention_and_orphans(svc, client
     enable(client)
     alice = remember(svc, "alice", FACTS)
     synced(svc)
-    sync = svc.qdrant.sync
-    target = sync.target()
-    vector = target.embedder.embed(["anything"])[0]
-    old = to_iso(svc.memories.clock() - timedelta(days=400))
-    past = to_iso(svc.memories.clock() - timedelta(hours=1))
-    sync.index.upsert(
-        target.config,
-        target.collection,
-        [
-            Point(
-                "00000000-0000-4000-8000-0000000000b1",
-                "alice",
-                "",
-                "factual",
-                "o",
-                old,
-                None,
-                vector,
-            ),
-            Point(
-                "00000000-0000-4000-8000-0000000000b2",
-                "alice",
-                "",
-                "factual",
-                "p",
-                past,
-                past,
-                vector,
-            ),
-            Point(
-                "00000000-0000-4000-8000-0000000000b3",
-                "dave",
-                "",
-                "factual",
-                "q",
-                past,
-                None,
-                vector,
-            ),
-        ],
-    )
+    put_stale_points(svc, "alice")
+    orphan = "00000000-0000-4000-8000-0000000000b3"
+    put_points(svc, "dave", {orphan: (svc.memories.now(), None)})
     result = client.post("/api/settings/qdrant/cleanup", headers=ADMIN).json
     assert result == {"ok": True, "deletedCount": 3, "retentionDays": 30}
     assert points(svc) == set(alice.values())

@@ -4,6 +4,7 @@ import pytest
 
 from omniroute.clock import to_iso
 from omniroute.memory.fts import keyword_search
+from omniroute.memory.listing import list_page
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.store import KeyConflict, MemoryNotFound, MemoryStore
 from omniroute.text_rules import UnstorableText
@@ -81,7 +82,7 @@ def test_an_expired_memory_is_never_returned(store, clock):
     assert store.get(memory.id) is not None  # now also cached
     clock.advance(minutes=2)
     assert store.get(memory.id) is None
-    assert store.list_page(MemoryFilter(api_key_id="alice")).total == 0
+    assert list_page(store, MemoryFilter(api_key_id="alice")).total == 0
     assert search(store, "fact") == []
     with pytest.raises(MemoryNotFound):
         store.update(memory.id, content="revived?")
@@ -266,23 +267,23 @@ def contents(page) -> list[str]:
 
 
 def test_list_is_newest_first_and_pages(populated):
-    everything = populated.list_page(MemoryFilter(api_key_id="alice"))
+    everything = list_page(populated, MemoryFilter(api_key_id="alice"))
     assert contents(everything) == [
         "Deploys with make release",
         "Lives in ÄRHUS",
         "Chose snake_case for the API",
         "Prefers 100% test coverage",
     ]
-    second = populated.list_page(MemoryFilter(api_key_id="alice"), limit=2, offset=2)
+    second = list_page(populated, MemoryFilter(api_key_id="alice"), limit=2, offset=2)
     assert contents(second) == contents(everything)[2:]
     assert second.total == 4
 
 
 def test_list_filters_by_type_and_session(populated):
-    assert populated.list_page(MemoryFilter(api_key_id="alice", type="factual")).total == 2
-    page = populated.list_page(MemoryFilter(api_key_id="alice", session_id="s2"))
+    assert list_page(populated, MemoryFilter(api_key_id="alice", type="factual")).total == 2
+    page = list_page(populated, MemoryFilter(api_key_id="alice", session_id="s2"))
     assert contents(page) == ["Deploys with make release", "Lives in ÄRHUS"]
-    assert populated.list_page(MemoryFilter(session_id="s1")).total == 3
+    assert list_page(populated, MemoryFilter(session_id="s1")).total == 3
 
 
 @pytest.mark.parametrize(
@@ -297,11 +298,11 @@ def test_list_filters_by_type_and_session(populated):
     ],
 )
 def test_text_filter_is_a_literal_case_insensitive_substring(populated, text, expected):
-    assert contents(populated.list_page(MemoryFilter(api_key_id="alice", text=text))) == expected
+    assert contents(list_page(populated, MemoryFilter(api_key_id="alice", text=text))) == expected
 
 
 def test_list_counts_cover_every_match_not_only_the_page(populated):
-    page = populated.list_page(MemoryFilter(api_key_id="alice"), limit=1)
+    page = list_page(populated, MemoryFilter(api_key_id="alice"), limit=1)
     assert len(page.data) == 1
     assert page.total == 4
     assert page.by_type == {"factual": 2, "episodic": 1, "procedural": 1}
@@ -318,14 +319,14 @@ def test_list_counts_cover_every_match_not_only_the_page(populated):
 
 
 def test_record_access_adds_the_counts(populated, clock):
-    memory = populated.list_page(MemoryFilter(api_key_id="alice")).data[0]
+    memory = list_page(populated, MemoryFilter(api_key_id="alice")).data[0]
     populated.get(memory.id)
     populated.record_access({memory.id: 2})
     populated.record_access({memory.id: 1})
     fresh = populated.get(memory.id)
     assert fresh.access_count == 3
     assert fresh.last_accessed_at == to_iso(clock())
-    assert populated.list_page(MemoryFilter(api_key_id="alice")).accessed == 1
+    assert list_page(populated, MemoryFilter(api_key_id="alice")).accessed == 1
 
 
 def test_get_is_served_from_the_cache_until_a_write(store):
@@ -349,7 +350,7 @@ def test_concurrent_writers_lose_nothing(store):
         thread.start()
     for thread in threads:
         thread.join()
-    page = store.list_page(MemoryFilter(api_key_id="alice"), limit=200)
+    page = list_page(store, MemoryFilter(api_key_id="alice"), limit=200)
     assert page.total == 8 * 20 + 1
     shared = next(memory for memory in page.data if memory.key == "shared")
     assert len(store.history(shared.id)) >= 2
@@ -369,7 +370,7 @@ def test_the_store_refuses_text_no_database_can_hold_naming_the_field(store, fie
     with pytest.raises(UnstorableText) as refused:
         store.create(**values)
     assert refused.value.field == field
-    assert store.list_page(MemoryFilter()).total == 0
+    assert list_page(store, MemoryFilter()).total == 0
 
 
 def test_many_creates_in_one_transaction_hold_no_lock_per_key(store, database):
@@ -384,4 +385,4 @@ def test_many_creates_in_one_transaction_hold_no_lock_per_key(store, database):
                 " AND pid = pg_backend_pid()"
             ).scalar()
             assert held == 0
-    assert store.list_page(MemoryFilter(api_key_id="alice")).total == 200
+    assert list_page(store, MemoryFilter(api_key_id="alice")).total == 200

@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from omniroute.factory import create_app
-from tests.helpers import app_settings
 from tests.html_checks import text_of
-from tests.qdrant_helpers import enable, synced
+from tests.qdrant_helpers import enable, memory_app, synced
 
 
 @pytest.fixture
 def app(tmp_path, static_path):
-    app = create_app(
-        app_settings(
-            tmp_path, None, MEMORY_STATIC_MODEL=str(static_path), QDRANT_PATH=str(tmp_path / "q")
-        )
-    )
-    app.extensions["omniroute"].memory_settings.update(
-        {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
-    )
+    app = memory_app(tmp_path, None, static_path, QDRANT_PATH=str(tmp_path / "q"))
     yield app
     app.extensions["omniroute"].close()
 

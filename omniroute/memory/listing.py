@@ -12,10 +12,10 @@ from typing import Any
 
 import marshmallow as ma
 from marshmallow.validate import OneOf, Range
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import Connection, case, func, select, tuple_
 
 from ..tables import memories
-from .model import MEMORY_TYPES, Memory, MemoryFilter
+from .model import MEMORY_TYPES, Memory, MemoryFilter, MemoryPage
 from .store import MemoryStore
 
 EXPORT_BATCH = 500
@@ -52,9 +52,39 @@ def filters_from(query: Mapping[str, Any]) -> MemoryFilter:
     )
 
 
+def list_page(
+    store: MemoryStore,
+    filters: MemoryFilter,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    connection: Connection | None = None,
+) -> MemoryPage:
+    """One page of live memories, newest first, with counts over all matches."""
+    with store.joined(connection, store.db.read) as conn:
+        data = store.find(filters, limit=limit, offset=offset, connection=conn)
+        stats = conn.execute(
+            select(
+                memories.c.type,
+                func.count(),
+                func.sum((func.length(memories.c.content) + 3) // 4),
+                func.sum(case((memories.c.access_count > 0, 1), else_=0)),
+            )
+            .where(*store.live_conditions(filters))
+            .group_by(memories.c.type)
+        ).all()
+    return MemoryPage(
+        data=data,
+        total=sum(row[1] for row in stats),
+        by_type={row[0]: row[1] for row in stats},
+        tokens_used=sum(row[2] or 0 for row in stats),
+        accessed=sum(row[3] or 0 for row in stats),
+    )
+
+
 def listing(store: MemoryStore, filters: MemoryFilter, *, limit: int, offset: int) -> dict:
     """One page of memories with the counts of everything that matches."""
-    page = store.list_page(filters, limit=limit, offset=offset)
+    page = list_page(store, filters, limit=limit, offset=offset)
     return {
         "data": page.data,
         "total": page.total,

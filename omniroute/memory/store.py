@@ -19,9 +19,7 @@ from sqlalchemy import (
     Connection,
     and_,
     bindparam,
-    case,
     delete,
-    func,
     select,
     update,
 )
@@ -32,7 +30,7 @@ from ..tables import memories
 from ..text_rules import check_fields
 from . import history as audit
 from .conditions import live_matching, matching
-from .model import Memory, MemoryFilter, MemoryPage, dump_metadata
+from .model import Memory, MemoryFilter, dump_metadata
 from .vectors import VectorIndex
 
 # `get` answers from this cache. Writes in this process invalidate it at once; writes made by
@@ -89,7 +87,7 @@ class MemoryStore:
         return to_iso(self.clock())
 
     @contextmanager
-    def _joined(
+    def joined(
         self, connection: Connection | None, begin: Callable[[], AbstractContextManager]
     ) -> Iterator[Connection]:
         """The caller's connection when given, else a transaction of our own from `begin`."""
@@ -131,7 +129,7 @@ class MemoryStore:
             "content": content,
             "expires_at": expires_at,
         }
-        with self._joined(connection, self.db.write) as conn:
+        with self.joined(connection, self.db.write) as conn:
             existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
             if existing is not None and existing.is_expired(now):
                 self._delete_row(conn, existing, now)
@@ -176,7 +174,7 @@ class MemoryStore:
         changes = {name: value for name, value in given.items() if value is not _UNSET}
         check_fields(**changes)
         now = self.now()
-        with self._joined(connection, self.db.write) as conn:
+        with self.joined(connection, self.db.write) as conn:
             existing = self._live_row(conn, memory_id, now)
             if "key" in changes and changes["key"] != existing.key:
                 self.db.take_turns(conn, "memory-key", existing.api_key_id, changes["key"])
@@ -201,7 +199,7 @@ class MemoryStore:
 
     def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
         """Delete a memory, expired or not; return False when there was none."""
-        with self._joined(connection, self.db.write) as conn:
+        with self.joined(connection, self.db.write) as conn:
             existing = self._row(conn, memories.c.id == memory_id)
             if existing is None:
                 return False
@@ -279,7 +277,7 @@ class MemoryStore:
         connection: Connection | None = None,
     ) -> list[Memory]:
         """Live memories matching the filters, newest first."""
-        with self._joined(connection, self.db.read) as conn:
+        with self.joined(connection, self.db.read) as conn:
             rows = conn.execute(
                 select(memories)
                 .where(*self.live_conditions(filters))
@@ -288,35 +286,6 @@ class MemoryStore:
                 .offset(offset)
             ).mappings()
             return [Memory.from_row(row) for row in rows]
-
-    def list_page(
-        self,
-        filters: MemoryFilter,
-        *,
-        limit: int = 50,
-        offset: int = 0,
-        connection: Connection | None = None,
-    ) -> MemoryPage:
-        """One page of live memories, newest first, with counts over all matches."""
-        with self._joined(connection, self.db.read) as conn:
-            data = self.find(filters, limit=limit, offset=offset, connection=conn)
-            stats = conn.execute(
-                select(
-                    memories.c.type,
-                    func.count(),
-                    func.sum((func.length(memories.c.content) + 3) // 4),
-                    func.sum(case((memories.c.access_count > 0, 1), else_=0)),
-                )
-                .where(*self.live_conditions(filters))
-                .group_by(memories.c.type)
-            ).all()
-        return MemoryPage(
-            data=data,
-            total=sum(row[1] for row in stats),
-            by_type={row[0]: row[1] for row in stats},
-            tokens_used=sum(row[2] or 0 for row in stats),
-            accessed=sum(row[3] or 0 for row in stats),
-        )
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Return the audit rows of one memory, oldest first (kept after it is deleted)."""

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 
 from .fts import keyword_search
+from .listing import list_page
 from .model import MemoryFilter
 from .store import MemoryStore
 
@@ -45,8 +46,8 @@ def _round_trip(store: MemoryStore, stage: list[str]) -> None:
             api_key_id=HEALTH_CHECK_OWNER, key=key, content=TEST_CONTENT, connection=conn
         )
         stage[0] = "listing"
-        page = store.list_page(
-            MemoryFilter(api_key_id=HEALTH_CHECK_OWNER), limit=100, connection=conn
+        page = list_page(
+            store, MemoryFilter(api_key_id=HEALTH_CHECK_OWNER), limit=100, connection=conn
         )
         if memory.id not in {m.id for m in page.data}:
             raise RuntimeError("the test memory was written but not listed")

@@ -202,3 +202,33 @@ def test_a_dual_write_against_a_server_sends_the_tenant_payload(svc, client, qdr
     synced(svc)
     deletes = [r for r in qdrant.requests if r["path"].endswith("/points/delete?wait=true")]
     assert deletes[-1]["body"] == {"points": [memory.id]}
+
+
+def test_on_postgresql_without_pgvector_qdrant_holds_the_vectors_and_keywords_back_it_up(
+    tmp_path, static_path, system_postgres, qdrant
+):
+    """The dyno case: no pgvector, so meaning comes from Qdrant; without it, keywords."""
+    app = memory_app(tmp_path, system_postgres.url, static_path, QDRANT_URL=qdrant.url)
+    svc = app.extensions["omniroute"]
+    try:
+        enable(app.test_client())
+        svc.memories.create(api_key_id="alice", key="pet:dog", content="My golden retriever Max")
+        synced(svc)
+
+        def rank(query):
+            return svc.retriever.rank(
+                api_key_id="alice", query=query, settings=svc.memory_settings.get(),
+                strategy="semantic",
+            )  # fmt: skip
+
+        served = rank("golden retriever")
+        assert served.vector_store == "qdrant" and served.strategy_used == "semantic"
+        assert served.items[0].memory.key == "pet:dog"
+        qdrant.mode = "down"
+        fallen = rank("golden retriever")
+        assert fallen.strategy_used == "keyword" and fallen.items[0].memory.key == "pet:dog"
+        qdrant_reason, local_reason = fallen.fallback_reason.split("; ", 1)
+        assert qdrant_reason.startswith("qdrant: Qdrant at ") and "answered 503" in qdrant_reason
+        assert local_reason.startswith("pgvector is not available")
+    finally:
+        svc.close()

@@ -146,17 +146,16 @@ class QdrantConnection:
             raise QdrantUnavailable(
                 "Qdrant is not configured: set a host, QDRANT_URL or QDRANT_PATH"
             )
-        if config.path:
-            key: tuple = ("local", config.path)
-        else:
-            key = ("server", config.url, config.api_key, search)
+        # One client per configuration (two for a server: searches and writes time out apart).
+        current = ("local", config.path) if config.path else ("server", config.url, config.api_key)
+        role = False if config.path else search
         with self._lock:
-            client = self._clients.get(key)
+            client = self._clients.get((current, role))
             if client is None:
-                for old_key in [k for k in self._clients if k[0] == key[0] and k[:2] != key[:2]]:
-                    self._clients.pop(old_key).close()  # a configuration that is no longer
+                for old in [k for k in self._clients if k[0] != current]:
+                    self._clients.pop(old).close()  # a configuration that is no longer
                 client = self._open(config, search)
-                self._clients[key] = client
+                self._clients[(current, role)] = client
             return client
 
     def _open(self, config: QdrantConfig, search: bool) -> QdrantClient:

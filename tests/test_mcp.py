@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import httpx
-import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import ADMIN_TOKEN, environment
+from tests.mcp_client import call, http_session
 
 pytestmark = pytest.mark.both_stores
 
@@ -32,22 +29,6 @@ TOOLS = {
     "omniroute_memory_delete",
     "omniroute_memory_clear",
 }
-
-
-@asynccontextmanager
-async def http_session(url: str, token: str):
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
-        async with streamable_http_client(f"{url}/mcp", http_client=http) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
-                await session.initialize()
-                yield session
-
-
-async def call(session, tool: str, **arguments):
-    """(is_error, payload): the decoded JSON, or the error text."""
-    result = await session.call_tool(tool, arguments)
-    text = result.content[0].text
-    return result.is_error, (text if result.is_error else json.loads(text))
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The dual-write as the Procfile runs it: RQ jobs in a real, long-lived worker process; and
-chats, whose extracted facts reach Qdrant and which never fail for Qdrant's sake."""
+"""The dual-write as the Procfile runs it: RQ jobs in a real, long-lived worker process; chats,
+whose extracted facts reach Qdrant and which never fail for Qdrant's sake; and MCP tools."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from omniroute.memory.model import MemoryFilter
 from tests.fake_qdrant import FakeQdrant
+from tests.gateway_server import RunningGateway
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
+from tests.mcp_client import call, http_session
 from tests.qdrant_helpers import ADMIN, chat, enable, memory_app, points, synced
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,4 +124,36 @@ def test_a_chat_with_qdrant_down_is_answered_with_memories_from_the_local_index(
         system = upstream.last_body["messages"][0]
         assert system["role"] == "system" and "My golden retriever is Max" in system["content"]
     finally:
+        svc.close()
+
+
+def test_memories_an_agent_adds_and_deletes_over_mcp_reach_and_leave_qdrant(tmp_path, static_path):
+    app = memory_app(tmp_path, None, static_path, QDRANT_PATH=str(tmp_path / "q"))
+    svc = app.extensions["omniroute"]
+    server = RunningGateway(app).start()
+    try:
+        enable(app.test_client())
+        key, secret = svc.keys.create("agent")
+
+        async def add():
+            async with http_session(server.url, secret) as session:
+                _, added = await call(
+                    session, "omniroute_memory_add", key="pet:dog", content="My dog is Max"
+                )
+                return added["data"]["memory"]["id"]
+
+        memory_id = anyio.run(add)
+        synced(svc)
+        assert points(svc, key.id) == {memory_id}
+
+        async def delete():
+            async with http_session(server.url, secret) as session:
+                error, _ = await call(session, "omniroute_memory_delete", id=memory_id)
+                assert not error
+
+        anyio.run(delete)
+        synced(svc)
+        assert points(svc, key.id) == set()
+    finally:
+        server.stop()
         svc.close()

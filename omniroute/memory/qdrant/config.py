@@ -138,7 +138,7 @@ class QdrantSettings:
         current = self.get()
         host = changes.get("host", current.host)
         port = changes.get("port", current.port)
-        api_key = changes["apiKey"] or None if "apiKey" in changes else current.api_key
+        api_key = (changes["apiKey"] or None) if "apiKey" in changes else current.api_key
         return QdrantConfig(
             enabled=changes.get("enabled", current.enabled),
             url=None if current.path else server_url(host, port),

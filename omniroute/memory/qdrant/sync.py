@@ -120,6 +120,9 @@ class QdrantSync:
         config = self.settings.get()
         if not config.enabled:
             raise QdrantUnavailable("Qdrant is not enabled")
+        return self._target_of(config, settings)
+
+    def _target_of(self, config: QdrantConfig, settings: Mapping[str, Any] | None) -> Target:
         embedder, reason = self.embedder(config, settings or self.memory_settings.get())
         if embedder is None:
             raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
@@ -143,13 +146,10 @@ class QdrantSync:
         health = self.index.connection.health(config)
         if not health.ok:
             raise QdrantUnavailable(f"Qdrant is not healthy: {health.error}")
-        embedder, reason = self.embedder(config, self.memory_settings.get())
-        if embedder is None:
-            raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
-        name = collection_name(config.collection, signature(embedder))
-        self.index.ensure(config, name, embedder.dim)
-        vector = embedder.embed([PROBE_TEXT])[0]
-        self.index.search(config, name, vector, 1, tenant_filter(PROBE_TENANT))
+        target = self._target_of(config, None)
+        self.index.ensure(config, target.collection, target.embedder.dim)
+        vector = target.embedder.embed([PROBE_TEXT])[0]
+        self.index.search(config, target.collection, vector, 1, tenant_filter(PROBE_TENANT))
 
     def search(self, api_key_id: str, query: str, k: int) -> tuple[str, list[tuple[Memory, float]]]:
         """One key's k nearest live memories by Qdrant alone (the settings' search test)."""

@@ -138,6 +138,7 @@ class Services:
                 memory_settings,
                 embeddings,
                 settings,
+                local=vectors,
             ),
             retry_seconds=config["QDRANT_RETRY_SECONDS"],
         )

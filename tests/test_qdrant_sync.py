@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from sqlalchemy import select
 
@@ -12,8 +13,9 @@ from omniroute.clock import to_iso
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.qdrant.sync import SyncStopped
-from omniroute.tables import qdrant_outbox
+from omniroute.tables import memories, qdrant_outbox
 from tests.fake_upstream import EMBEDDING_DIMENSIONS
+from tests.helpers import eventually
 from tests.qdrant_helpers import ADMIN, enable, memory_app, points, put_points, synced
 
 pytestmark = pytest.mark.both_stores
@@ -308,6 +310,7 @@ def test_a_new_embedding_model_moves_to_a_new_collection(svc, client, upstream):
     synced(svc)
     second = svc.qdrant.sync.target()
     assert second.collection != first.collection and second.embedder.dim == EMBEDDING_DIMENSIONS
+    assert svc.qdrant.sync.progress.reused == 0  # another model's vectors: embedded anew
     assert len(points(svc, "alice")) == 3
     assert svc.qdrant.sync.index.count(first.config, first.collection) == 3  # left as it was
     assert any(r["path"] == "/v1/embeddings" for r in upstream.requests)
@@ -346,3 +349,22 @@ def test_the_cli_backfills_in_the_foreground(app, svc, client):
 def test_the_cli_says_why_when_qdrant_is_off(app):
     result = app.test_cli_runner().invoke(args=["memory", "reindex", "--qdrant"])
     assert result.exit_code == 1 and "Qdrant is not enabled" in result.output
+
+
+def test_a_backfill_takes_the_local_indexs_vectors_instead_of_embedding_again(svc, client):
+    alice = remember(svc, "alice", FACTS)
+    assert eventually(lambda: svc.backfill.pending() == 0, timeout=30)
+    embedded = svc.embeddings.resolve(svc.memory_settings.get()).embedder.stats()["misses"]
+    enable(client)
+    synced(svc)
+    assert svc.qdrant.sync.progress.reused == 3
+    # The probe's query is the one new text: no memory was embedded a second time.
+    assert svc.embeddings.resolve(svc.memory_settings.get()).embedder.stats()["misses"] == (
+        embedded + 1
+    )
+    with svc.db.read() as conn:
+        seq = conn.execute(select(memories.c.seq).where(memories.c.id == alice["pet:dog"])).scalar()
+        (held,) = svc.vectors.stored(conn, [seq]).values()
+    fresh = svc.qdrant.sync.target().embedder.inner.embed([FACTS["pet:dog"]])[0]
+    assert np.allclose(held, fresh, atol=1e-6)
+    assert nearest(svc, "golden retriever dog").items[0].memory.key == "pet:dog"

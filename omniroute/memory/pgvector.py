@@ -131,3 +131,14 @@ class PgVectorIndex(VectorIndex):
         if not self.exists(conn):
             return 0
         return conn.execute(text(f"SELECT count(*) FROM {TABLE}")).scalar_one()
+
+    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+        # pgvector's binary form is a header (dim, unused: 2 + 2 bytes) and big-endian floats.
+        rows = conn.execute(
+            text(f"SELECT seq, vector_send(embedding) FROM {TABLE} WHERE seq = ANY(:seqs)"),
+            {"seqs": seqs},
+        ).all()
+        return [
+            (seq, np.frombuffer(bytes(raw)[4:], dtype=">f4").astype("<f4").tobytes())
+            for seq, raw in rows
+        ]

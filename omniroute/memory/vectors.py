@@ -83,6 +83,17 @@ class VectorIndex(ABC):
     @abstractmethod
     def count(self, conn: Connection) -> int: ...
 
+    def stored(self, conn: Connection, seqs: list[int]) -> dict[int, np.ndarray]:
+        """The full-precision vectors held for these seqs (none when quantised)."""
+        if not seqs or self.quantization != "none" or not self.exists(conn):
+            return {}
+        return {seq: np.frombuffer(blob, dtype="<f4") for seq, blob in self._blobs(conn, seqs)}
+
+    @abstractmethod
+    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+        """(seq, little-endian float32 bytes) of the vectors held for these seqs."""
+        ...
+
 
 class SqliteVecIndex(VectorIndex):
     """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
@@ -139,3 +150,9 @@ class SqliteVecIndex(VectorIndex):
         if not self.exists(conn):
             return 0
         return conn.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").scalar_one()
+
+    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+        marks = ", ".join("?" * len(seqs))
+        return conn.exec_driver_sql(
+            f"SELECT rowid, embedding FROM {TABLE} WHERE rowid IN ({marks})", tuple(seqs)
+        ).all()

@@ -29,6 +29,7 @@ from ..embedding.sources import EmbeddingSources
 from ..model import Memory
 from ..settings import MemorySettings
 from ..store import MemoryStore
+from ..vectors import VectorIndex
 from .config import QdrantConfig, QdrantSettings
 from .connection import QdrantUnavailable
 from .index import (
@@ -59,6 +60,7 @@ class SyncStopped(RuntimeError):
 class SyncProgress:
     running: bool = False
     upserted: int = 0
+    reused: int = 0  # of those upserted, how many took the local index's vector
     deleted: int = 0
     errors: int = 0
     last_error: str | None = None
@@ -68,6 +70,7 @@ class SyncProgress:
         return {
             "running": self.running,
             "upserted": self.upserted,
+            "reused": self.reused,
             "deleted": self.deleted,
             "errors": self.errors,
             "lastError": self.last_error,
@@ -98,6 +101,7 @@ class QdrantSync:
     memory_settings: MemorySettings
     sources: EmbeddingSources
     state: SettingsStore
+    local: VectorIndex | None = None  # the local vector index, whose vectors may be reused
     progress: SyncProgress = field(default_factory=SyncProgress)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -222,26 +226,46 @@ class QdrantSync:
     def _serve(self, target: Target, entries: list[Entry]) -> None:
         wanted = [entry.memory_id for entry in entries if entry.action == UPSERT]
         with self.store.db.read() as conn:
-            rows = conn.execute(
-                select(memories).where(memories.c.id.in_(wanted), *self._mirrored())
-            ).mappings()
+            rows = list(
+                conn.execute(
+                    select(memories).where(memories.c.id.in_(wanted), *self._mirrored())
+                ).mappings()
+            )
             live = [Memory.from_row(row) for row in rows]
+            vectors = self._local_vectors(conn, target, {row["id"]: row["seq"] for row in rows})
         kept = {memory.id for memory in live}
         gone = [entry.memory_id for entry in entries if entry.memory_id not in kept]
         if live:
-            vectors = target.embedder.embed([memory.content for memory in live])
+            missing = [memory for memory in live if memory.id not in vectors]
+            if missing:
+                fresh = target.embedder.embed([memory.content for memory in missing])
+                vectors.update(zip([memory.id for memory in missing], fresh, strict=True))
             points = [
                 Point(
-                    m.id, m.api_key_id, m.session_id, m.type, m.key, m.created_at, m.expires_at, v
+                    m.id, m.api_key_id, m.session_id, m.type, m.key, m.created_at, m.expires_at,
+                    vectors[m.id],
                 )
-                for m, v in zip(live, vectors, strict=True)
-            ]
+                for m in live
+            ]  # fmt: skip
             self.index.upsert(target.config, target.collection, points)
+            self.progress.reused += len(live) - len(missing)
         if gone:
             self.index.delete(target.config, target.collection, gone)
         self.outbox.done(entries)
         self.progress.upserted += len(live)
         self.progress.deleted += len(gone)
+
+    def _local_vectors(self, conn, target: Target, seqs: dict[str, int]) -> dict[str, Any]:
+        """The local index's vectors of these memories, when they are the ones Qdrant takes
+        (same embedder, full precision): a memory is then embedded once, not twice. A held
+        vector always matches its memory's text (a text change drops it in its transaction)."""
+        if self.local is None or not seqs or not self.store.db.vectors.available:
+            return {}
+        indexed = self.local.meta(conn).signature
+        if indexed != signature(target.embedder, self.local.quantization):
+            return {}
+        held = self.local.stored(conn, list(seqs.values()))
+        return {memory_id: held[seq] for memory_id, seq in seqs.items() if seq in held}
 
     def _mirrored(self) -> list:
         """Conditions on `memories` for what Qdrant should hold."""

@@ -75,16 +75,13 @@ class ApiKeyStore:
         with self.db.read() as conn:
             return [_from_row(row) for row in conn.execute(query).mappings()]
 
-    def get(self, key_id: str) -> ApiKey | None:
-        """Return an active (not revoked) key by id."""
+    def get(self, key_id: str, *, include_revoked: bool = False) -> ApiKey | None:
+        """Return a key by id: an active one, or a revoked one too when asked."""
+        query = select(api_keys).where(api_keys.c.id == key_id)
+        if not include_revoked:
+            query = query.where(api_keys.c.revoked_at.is_(None))
         with self.db.read() as conn:
-            row = (
-                conn.execute(
-                    select(api_keys).where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
-                )
-                .mappings()
-                .first()
-            )
+            row = conn.execute(query).mappings().first()
         return _from_row(row) if row is not None else None
 
     def revoke(self, key_id: str) -> bool:

@@ -8,6 +8,7 @@ from flask_smorest import Blueprint, abort
 from marshmallow.validate import And, Length
 
 from ..fields import not_blank
+from ..memory.erase import erase_owner
 from ..services import services
 from .memory_schemas import SuccessSchema
 
@@ -53,14 +54,46 @@ class KeyCollection(MethodView):
         return {**key.__dict__, "key": secret}
 
 
+class KeyDeleteArgs(ma.Schema):
+    erase = ma.fields.Boolean(
+        truthy={"true"},
+        falsy={"false"},
+        load_default=False,
+        metadata={"description": "true: also delete everything the key owns (see above)"},
+    )
+
+
+class ErasedSchema(ma.Schema):
+    memories = ma.fields.Integer()
+    vectors = ma.fields.Integer()
+    history = ma.fields.Integer()
+    extractionOutbox = ma.fields.Integer()
+    qdrantPoints = ma.fields.Integer(metadata={"description": "queued for deletion"})
+
+
+class KeyDeletedSchema(SuccessSchema):
+    erased = ma.fields.Nested(ErasedSchema, metadata={"description": "with erase=true"})
+
+
 @blp.route("/<key_id>")
 class KeyItem(MethodView):
-    @blp.response(200, SuccessSchema)
-    def delete(self, key_id):
-        """Revoke an API key
+    @blp.arguments(KeyDeleteArgs, location="query")
+    @blp.response(200, KeyDeletedSchema)
+    def delete(self, args, key_id):
+        """Revoke an API key, or erase it
 
-        The key stops working at once. Its memories stay and can still be managed here.
+        The key stops working at once. Its memories stay and can still be managed here,
+        unless `erase=true`: then every memory of the key goes with its vectors and keyword
+        index rows, its Qdrant points (queued for the sync job), its history and its chat
+        texts waiting for extraction, and the answer counts each. Erasing works on a revoked
+        key too.
         """
-        if not services().keys.revoke(key_id):
-            abort(404, message=f"No active API key {key_id}.")
-        return {"success": True}
+        svc = services()
+        if not args["erase"]:
+            if not svc.keys.revoke(key_id):
+                abort(404, message=f"No active API key {key_id}.")
+            return {"success": True}
+        if svc.keys.get(key_id, include_revoked=True) is None:
+            abort(404, message=f"No API key {key_id}.")
+        svc.keys.revoke(key_id)  # first: no request of the key writes while it is erased
+        return {"success": True, "erased": erase_owner(svc.memories, key_id).as_dict()}

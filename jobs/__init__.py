@@ -9,6 +9,7 @@ values, never objects.
 from __future__ import annotations
 
 from omniroute.memory.outbox import ExtractionOutbox
+from omniroute.memory.qdrant.config import QdrantSettings
 from omniroute.memory.qdrant.tier import QdrantTier
 from omniroute.queue import JobQueue
 
@@ -53,17 +54,19 @@ def sweep_outboxes(queue: JobQueue, outbox: ExtractionOutbox, qdrant: QdrantTier
     """The periodic sweep: lost extractions queued again, and memories Qdrant has yet to take
     sent on while it answers (a run that gave up leaves them marked: this repairs them)."""
     requeue_stale_extractions(queue, outbox)
-    config = qdrant.sync.settings.get()
-    if config.enabled and qdrant.sync.outbox.stats()["pending"] and qdrant.health().ok:
-        request_qdrant_sync(queue, in_process=config.mode == "local")
+    settings = qdrant.sync.settings
+    if settings.enabled() and qdrant.sync.outbox.stats()["pending"] and qdrant.health().ok:
+        request_qdrant_sync(queue, settings)
 
 
-def request_qdrant_sync(queue: JobQueue, *, in_process: bool = False) -> None:
-    """Make Qdrant match the store in the background (folded if one already waits).
-
-    `in_process`: Qdrant's local mode, whose folder only this process may open."""
+def request_qdrant_sync(queue: JobQueue, settings: QdrantSettings) -> None:
+    """Make Qdrant match the store in the background (folded if one already waits); in this
+    process when Qdrant is in local mode, whose folder no worker may open."""
     queue.enqueue(
-        EMBEDDINGS_QUEUE, SYNC_QDRANT, unique_id=QDRANT_SYNC_JOB_ID, in_process=in_process
+        EMBEDDINGS_QUEUE,
+        SYNC_QDRANT,
+        unique_id=QDRANT_SYNC_JOB_ID,
+        in_process=settings.local_mode,
     )
 
 

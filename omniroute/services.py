@@ -90,7 +90,7 @@ class Services:
         box = SecretBox(config["SECRET_KEY"])
         providers = ProviderStore(database, settings, box)
         qdrant_settings = QdrantSettings(settings, box, config)
-        qdrant_outbox = QdrantOutbox(database, enabled=lambda: qdrant_settings.get().enabled)
+        qdrant_outbox = QdrantOutbox(database, enabled=qdrant_settings.enabled)
         # Redirects are never followed: each outbound URL is checked before it is used.
         http = httpx.Client(
             follow_redirects=False,
@@ -110,8 +110,8 @@ class Services:
 
         def after_write() -> None:
             request_backfill(jobs)
-            if qdrant_settings.get().enabled:
-                request_qdrant_sync(jobs, in_process=qdrant_settings.get().mode == "local")
+            if qdrant_settings.enabled():
+                request_qdrant_sync(jobs, qdrant_settings)
 
         memories = MemoryStore(
             database, vectors=vectors, on_write=after_write, mirror=qdrant_outbox

@@ -136,13 +136,13 @@ class QdrantSettingsResource(MethodView):
                 abort_invalid("host", str(exc))
         if preview.enabled and (body.get("enabled") or _connection_changed(body)):
             _probe(preview)
-        was_enabled = qdrant.settings.get().enabled
+        was_enabled = qdrant.settings.enabled()
         config = qdrant.settings.update(body)
         qdrant.index.forget()
         if was_enabled and not config.enabled:
             qdrant.reset()
         if config.enabled:
-            request_qdrant_sync(services().jobs, in_process=config.mode == "local")
+            request_qdrant_sync(services().jobs, qdrant.settings)
         return _shown(config)
 
 
@@ -207,11 +207,10 @@ class QdrantBackfill(MethodView):
     def post(self):
         """Write every memory to Qdrant again, in the background; follow it in engine-status"""
         sync = services().qdrant.sync
-        config = sync.settings.get()
-        if not config.enabled:
+        if not sync.settings.enabled():
             abort_invalid("enabled", "Qdrant is not enabled.")
         marked = sync.backfill()
-        request_qdrant_sync(services().jobs, in_process=config.mode == "local")
+        request_qdrant_sync(services().jobs, sync.settings)
         return {"started": True, "pending": marked}
 
 
@@ -230,8 +229,7 @@ class QdrantVerify(MethodView):
         except QdrantUnavailable as exc:
             return {"ok": False, "error": str(exc)}
         if report["repaired"]:
-            config = svc.qdrant.sync.settings.get()
-            request_qdrant_sync(svc.jobs, in_process=config.mode == "local")
+            request_qdrant_sync(svc.jobs, svc.qdrant.sync.settings)
         return {"ok": True, **report}
 
 

@@ -89,6 +89,17 @@ class QdrantSettings:
         self._box = box
         self._env = env
 
+    def enabled(self) -> bool:
+        """Whether Qdrant is on: the check every memory write and retrieval makes, so it reads
+        the one setting (no key to unseal, no URL to build)."""
+        return self._store.all().get(ENABLED) is True
+
+    @property
+    def local_mode(self) -> bool:
+        """Local mode (QDRANT_PATH): only this process may open the folder, so Qdrant's jobs
+        run here whatever the queue."""
+        return bool(self._env.get("QDRANT_PATH"))
+
     def get(self) -> QdrantConfig:
         stored = self._store.all()
         env = self._env

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -39,7 +39,6 @@ from .index import (
     live_filter,
     stale_filter,
     tenant_filter,
-    unix,
 )
 from .outbox import UPSERT, Entry, QdrantOutbox
 
@@ -267,13 +266,15 @@ class QdrantSync:
         held = self.local.stored(conn, list(seqs.values()))
         return {memory_id: held[seq] for memory_id, seq in seqs.items() if seq in held}
 
+    def _retained_since(self) -> datetime:
+        """The oldest creation time retrieval still serves (the retention setting)."""
+        return self.store.clock() - timedelta(days=self.memory_settings.get()["retentionDays"])
+
     def _mirrored(self) -> list:
         """Conditions on `memories` for what Qdrant should hold."""
-        days = self.memory_settings.get()["retentionDays"]
-        cutoff = to_iso(self.store.clock() - timedelta(days=days))
         return [
             not_expired(memories.c.expires_at, self.store.now()),
-            memories.c.created_at >= cutoff,
+            memories.c.created_at >= to_iso(self._retained_since()),
         ]
 
     # -- backfill, verify, cleanup --------------------------------------------------------
@@ -336,12 +337,11 @@ class QdrantSync:
     def cleanup(self) -> dict[str, Any]:
         """Delete points past expiry or retention, and points whose memory is gone."""
         target = self.target()
-        days = self.memory_settings.get()["retentionDays"]
-        now = self.store.clock()
         stale = self.index.delete_where(
             target.config,
             target.collection,
-            stale_filter(now.timestamp(), unix(to_iso(now - timedelta(days=days)))),
+            stale_filter(self.store.clock().timestamp(), self._retained_since().timestamp()),
         )
         orphans = self.verify(repair=True)["extra"]
+        days = self.memory_settings.get()["retentionDays"]
         return {"ok": True, "deletedCount": stale + orphans, "retentionDays": days}

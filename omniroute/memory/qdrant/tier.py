@@ -41,7 +41,7 @@ class QdrantTier:
 
     def selected(self, settings: Mapping[str, Any]) -> bool:
         """Whether retrieval should ask Qdrant first."""
-        return settings["vectorStore"] == "qdrant" and self.sync.settings.get().enabled
+        return settings["vectorStore"] == "qdrant" and self.sync.settings.enabled()
 
     def nearest(
         self, settings: Mapping[str, Any], live: MemoryFilter, query: str, k: int

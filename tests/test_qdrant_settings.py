@@ -4,12 +4,15 @@ refusal of local mode beside a separate worker."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import click
 import pytest
 from sqlalchemy import select
 
 from jobs.worker import run_worker
+from omniroute.api.qdrant import QdrantSettingsUpdateSchema
 from omniroute.factory import create_app
 from omniroute.tables import settings as settings_table
 from tests.fake_qdrant import FakeQdrant
@@ -17,6 +20,7 @@ from tests.helpers import REDIS_TEST_URL, app_settings
 from tests.qdrant_helpers import ADMIN
 
 pytestmark = pytest.mark.both_stores
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -164,3 +168,9 @@ def test_local_mode_beside_a_separate_worker_is_refused_at_start(tmp_path, datab
             run_worker(app)
     finally:
         app.extensions["omniroute"].close()
+
+
+def test_the_readme_lists_every_qdrant_setting_the_api_takes():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\w+)` \| `qdrant\w+` \|", readme, flags=re.MULTILINE)
+    assert listed == list(QdrantSettingsUpdateSchema().fields)

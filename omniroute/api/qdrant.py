@@ -79,6 +79,61 @@ class QdrantVerifySchema(ma.Schema):
     repair = StrictBoolean(load_default=True)
 
 
+class QdrantOutcomeSchema(ma.Schema):
+    """What every Qdrant action answers: whether it ran, and why not."""
+
+    ok = ma.fields.Boolean()
+    error = ma.fields.String(metadata={"description": "why Qdrant could not, when ok is false"})
+
+
+class QdrantHitSchema(ma.Schema):
+    id = ma.fields.String()
+    score = ma.fields.Float(metadata={"description": "cosine similarity"})
+    key = ma.fields.String()
+    type = ma.fields.String()
+    content = ma.fields.String()
+
+
+class QdrantSearchResultSchema(QdrantOutcomeSchema):
+    collection = ma.fields.String()
+    results = ma.fields.List(ma.fields.Nested(QdrantHitSchema))
+
+
+class QdrantCleanupResultSchema(QdrantOutcomeSchema):
+    deletedCount = ma.fields.Integer()
+    retentionDays = ma.fields.Integer()
+
+
+class QdrantBackfillResultSchema(ma.Schema):
+    started = ma.fields.Boolean()
+    pending = ma.fields.Integer(metadata={"description": "memories marked for Qdrant"})
+
+
+class QdrantTenantDriftSchema(ma.Schema):
+    apiKeyId = ma.fields.String()
+    memories = ma.fields.Integer(metadata={"description": "live memories within retention"})
+    points = ma.fields.Integer()
+    missing = ma.fields.Integer()
+    extra = ma.fields.Integer()
+
+
+class QdrantVerifyResultSchema(QdrantOutcomeSchema):
+    collection = ma.fields.String()
+    tenants = ma.fields.List(ma.fields.Nested(QdrantTenantDriftSchema))
+    missing = ma.fields.Integer()
+    extra = ma.fields.Integer()
+    repaired = ma.fields.Boolean()
+
+
+class QdrantModelSchema(ma.Schema):
+    value = ma.fields.String(metadata={"description": "`provider/model`; empty: the memory's"})
+    label = ma.fields.String()
+
+
+class QdrantModelsSchema(ma.Schema):
+    models = ma.fields.List(ma.fields.Nested(QdrantModelSchema))
+
+
 def _shown(config) -> dict:
     return {
         "enabled": config.enabled,
@@ -162,7 +217,7 @@ class QdrantHealth(MethodView):
 @blp.route("/search")
 class QdrantSearch(MethodView):
     @blp.arguments(QdrantSearchSchema)
-    @blp.response(200)
+    @blp.response(200, QdrantSearchResultSchema)
     def post(self, body):
         """Search Qdrant by meaning inside one key (a test of the tier)
 
@@ -192,7 +247,7 @@ class QdrantSearch(MethodView):
 
 @blp.route("/cleanup")
 class QdrantCleanup(MethodView):
-    @blp.response(200)
+    @blp.response(200, QdrantCleanupResultSchema)
     def post(self):
         """Delete points of memories that are gone, expired or past retention"""
         try:
@@ -203,7 +258,7 @@ class QdrantCleanup(MethodView):
 
 @blp.route("/backfill")
 class QdrantBackfill(MethodView):
-    @blp.response(202)
+    @blp.response(202, QdrantBackfillResultSchema)
     def post(self):
         """Write every memory to Qdrant again, in the background; follow it in engine-status"""
         sync = services().qdrant.sync
@@ -217,7 +272,7 @@ class QdrantBackfill(MethodView):
 @blp.route("/verify")
 class QdrantVerify(MethodView):
     @blp.arguments(QdrantVerifySchema)
-    @blp.response(200)
+    @blp.response(200, QdrantVerifyResultSchema)
     def post(self, body):
         """Count points per key against the store; with repair, fix the drift
 
@@ -235,7 +290,7 @@ class QdrantVerify(MethodView):
 
 @blp.route("/embedding-models")
 class QdrantEmbeddingModels(MethodView):
-    @blp.response(200)
+    @blp.response(200, QdrantModelsSchema)
     def get(self):
         """List the embedding models Qdrant's vectors can come from"""
         svc = services()

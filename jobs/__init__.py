@@ -50,13 +50,16 @@ def requeue_stale_extractions(queue: JobQueue, outbox: ExtractionOutbox) -> int:
     return len(stale)
 
 
-def sweep_outboxes(queue: JobQueue, outbox: ExtractionOutbox, qdrant: QdrantTier) -> None:
-    """The periodic sweep: lost extractions queued again, and memories Qdrant has yet to take
+def sweep_outboxes(queue: JobQueue, outbox: ExtractionOutbox, qdrant: QdrantTier) -> dict:
+    """The outbox sweep: lost extractions queued again, and memories Qdrant has yet to take
     sent on while it answers (a run that gave up leaves them marked: this repairs them)."""
-    requeue_stale_extractions(queue, outbox)
+    requeued = requeue_stale_extractions(queue, outbox)
     settings = qdrant.sync.settings
-    if settings.enabled() and qdrant.sync.outbox.stats()["pending"] and qdrant.health().ok:
+    pending = settings.enabled() and qdrant.sync.outbox.stats()["pending"]
+    sync = bool(pending) and qdrant.health().ok
+    if sync:
         request_qdrant_sync(queue, settings)
+    return {"extractionsRequeued": requeued, "qdrantPending": pending or 0, "qdrantSync": sync}
 
 
 def request_qdrant_sync(queue: JobQueue, settings: QdrantSettings) -> None:

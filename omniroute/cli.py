@@ -1,5 +1,5 @@
 """Flask CLI commands: `db upgrade`, `memory reindex [--qdrant]`, `memory build-static`,
-`worker`."""
+`worker` (and cli_life's `memory clear`, `jobs list`, `jobs run`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from flask.cli import AppGroup
 from jobs.worker import run_worker
 
 from . import migrate
+from .cli_life import clear_command, jobs_cli
 from .memory.embedding.static_model import build_default_static
 from .memory.qdrant.connection import QdrantUnavailable
 from .memory.qdrant.sync import QdrantSync, SyncStopped
@@ -104,6 +105,8 @@ def build_static_command() -> None:
 
 
 def init_app(app: Flask) -> None:
+    memory_cli.add_command(clear_command)
     app.cli.add_command(db_cli)
     app.cli.add_command(memory_cli)
+    app.cli.add_command(jobs_cli)
     app.cli.add_command(worker_command)

@@ -251,6 +251,56 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int,
     ),
     Setting(
+        "MEMORY_TYPED_DECAY_ENABLED",
+        False,
+        "Typed decay: episodic memories lose weight in ranking with age (half at "
+        "`MEMORY_TYPED_DECAY_EPISODIC_DAYS`) and the sweep deletes them past that age, "
+        "unless injected at least `MEMORY_TYPED_DECAY_ACCESS_IMMUNITY` times.",
+        _boolean,
+    ),
+    Setting(
+        "MEMORY_TYPED_DECAY_EPISODIC_DAYS",
+        30,
+        "Days since an episodic memory was created or last injected after which typed decay "
+        "deletes it.",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_TYPED_DECAY_ACCESS_IMMUNITY",
+        3,
+        "Injections that make an episodic memory immune to typed decay.",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_SWEEP_INTERVAL",
+        3600,
+        "Seconds between runs of the retention sweep (expired, retention and decay "
+        "deletions; the reference's `MEMORY_TYPED_DECAY_SWEEP_INTERVAL`).",
+        _positive_int,
+    ),
+    Setting(
+        "MEMORY_SUMMARIZE_INTERVAL",
+        86400,
+        "Seconds between runs of the summarise job (it does nothing unless the "
+        "`autoSummarize` memory setting is on).",
+        _positive_int,
+    ),
+    Setting(
+        "OUTBOX_SWEEP_INTERVAL",
+        60,
+        "Seconds between runs of the outbox sweep (lost extraction jobs queued again, Qdrant "
+        "repaired).",
+        _positive_int,
+    ),
+    Setting(
+        "SCHEDULER",
+        "auto",
+        "Who runs the periodic jobs: `auto` (a thread of the web process without `REDIS_URL`, "
+        "one per data dir; the Procfile's `clock` with it), `thread` (always that thread), "
+        "`off` (only `clock` or `flask jobs run`).",
+        _choice("auto", "thread", "off"),
+    ),
+    Setting(
         "QDRANT_URL",
         None,
         "A Qdrant server's URL (`https://...:6333`), standing for `QDRANT_HOST` and "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,7 +58,10 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     studio.init_app(app)
     cli.init_app(app)
     request_backfill(svc.jobs)  # whatever an earlier run left without a vector
-    svc.sweep.start()  # and whatever texts it left unextracted, or Qdrant has yet to take
+    if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
+        # The periodic jobs (lost extractions, sweeps, summaries) in a serving process, not
+        # in a `flask ...` command, which would take them and stop half-way when it exits.
+        svc.scheduler.start()
     return app
 
 

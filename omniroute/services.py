@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import redis
 from flask import Flask, current_app
+from rq.utils import import_attribute
 
-from jobs import (
-    QUEUES,
-    request_backfill,
-    request_qdrant_sync,
-    request_static_model,
-    sweep_outboxes,
-)
+from jobs import QUEUES, request_backfill, request_qdrant_sync, request_static_model
+from jobs.schedule import PERIODIC_JOBS
 
 from .admin_sessions import AdminSessionStore
 from .brake import GuessBrake
+from .clock import to_iso
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backfill import Backfill
+from .memory.decay import DecayPolicy
 from .memory.embedding.shared_models import SharedModels
 from .memory.embedding.sources import EmbeddingSources
 from .memory.engine_status import engine_status
-from .memory.outbox import STALE_SECONDS, ExtractionOutbox
+from .memory.outbox import ExtractionOutbox
 from .memory.pgvector import PgVectorIndex
 from .memory.qdrant.config import QdrantSettings
 from .memory.qdrant.connection import QdrantConnection
@@ -38,8 +37,12 @@ from .memory.rerank import Reranker
 from .memory.retrieval import RetrievalOptions, Retriever
 from .memory.settings import MemorySettings
 from .memory.store import MemoryStore
+from .memory.summarize import Summarizer
+from .memory.summary_text import LlmWriter
+from .memory.sweep import RetentionSweep
 from .memory.vectors import SqliteVecIndex, VectorIndex
-from .periodic import Periodic
+from .periodic import Scheduler
+from .periodic_runs import PeriodicRuns
 from .providers.client import ProviderClient
 from .providers.registry import ProviderStore
 from .queue import JobQueue
@@ -72,7 +75,10 @@ class Services:
     redis: redis.Redis | None
     jobs: JobQueue
     http: httpx.Client
-    sweep: Periodic
+    periodic_runs: PeriodicRuns
+    retention_sweep: RetentionSweep
+    summarizer: Summarizer
+    scheduler: Scheduler
 
     @classmethod
     def build(cls, app: Flask, database: Database) -> Services:
@@ -142,16 +148,19 @@ class Services:
             ),
             retry_seconds=config["QDRANT_RETRY_SECONDS"],
         )
-        # Texts whose extraction job was lost (a Redis restart, a killed process) are queued
-        # again, and memories Qdrant has yet to take are sent on: at start, then every
-        # STALE_SECONDS.
-        sweep = Periodic(
-            app, "outbox-sweep", STALE_SECONDS, lambda: sweep_outboxes(jobs, outbox, qdrant)
-        )
+        periodic_runs = PeriodicRuns(database)
         options = RetrievalOptions(
             top_k=config["MEMORY_VEC_TOP_K"],
             fusion=config["MEMORY_FUSION"],
             rrf_k=config["MEMORY_RRF_K"],
+            decay=DecayPolicy.from_config(config),
+        )
+        scheduler = Scheduler(
+            app,
+            periodic_runs,
+            [(job.id, job.interval(config)) for job in _thread_jobs(config)],
+            lambda job_id: import_attribute("jobs.periodic.run_periodic")(job_id),
+            lock_dir=config["DATA_DIR"],
         )
         return cls(
             db=database,
@@ -181,7 +190,10 @@ class Services:
             redis=client,
             jobs=jobs,
             http=http,
-            sweep=sweep,
+            periodic_runs=periodic_runs,
+            retention_sweep=RetentionSweep(memories, memory_settings, options.decay),
+            summarizer=Summarizer(memories, memory_settings, LlmWriter(providers, provider_client)),
+            scheduler=scheduler,
         )
 
     def engine_report(self) -> dict[str, Any]:
@@ -192,8 +204,44 @@ class Services:
         report["jobs"] = {**self.jobs.status(), "extractionOutbox": self.outbox.pending()}
         return report
 
+    def periodic_report(self) -> dict[str, Any]:
+        """Each periodic job with its interval and last run (`flask jobs list`, the studio)."""
+        config = current_app.config
+        records = self.periodic_runs.all()
+        now = self.periodic_runs.clock()
+        jobs = []
+        for job in PERIODIC_JOBS:
+            record = records.get(job.id, {})
+            interval = job.interval(config)
+            started = record.get("started_at")
+            jobs.append(
+                {
+                    "id": job.id,
+                    "description": job.description,
+                    "intervalSeconds": interval,
+                    "status": record.get("status"),
+                    "lastStartedAt": started,
+                    "lastFinishedAt": record.get("finished_at"),
+                    "durationMs": record.get("duration_ms"),
+                    "result": record.get("result"),
+                    "error": record.get("error"),
+                    "runs": record.get("runs", 0),
+                    "failures": record.get("failures", 0),
+                    "overdue": started is None
+                    or started < to_iso(now - timedelta(seconds=2 * interval)),
+                }
+            )
+        return {"scheduler": self._scheduler_mode(config), "jobs": jobs}
+
+    def _scheduler_mode(self, config) -> str:
+        if config["REDIS_URL"] and config["SCHEDULER"] == "auto":
+            return "clock process (rq cron jobs.cron) on Redis"
+        if config["SCHEDULER"] == "off":
+            return "off: only the clock process or `flask jobs run`"
+        return "a thread of the web process (one per data dir)"
+
     def close(self) -> None:
-        self.sweep.stop()
+        self.scheduler.stop()
         self.access.flush()
         self.jobs.shutdown()
         self.retriever.close()
@@ -205,6 +253,16 @@ class Services:
 
     def install(self, app) -> None:
         app.extensions[_EXTENSION] = self
+
+
+def _thread_jobs(config) -> list:
+    """The periodic jobs this process's scheduler thread triggers (the SCHEDULER setting)."""
+    mode = config["SCHEDULER"]
+    if mode == "off":
+        return []
+    if mode == "auto" and config["REDIS_URL"]:  # the clock process triggers the rest
+        return [job for job in PERIODIC_JOBS if job.everywhere]
+    return list(PERIODIC_JOBS)
 
 
 def services() -> Services:

@@ -47,6 +47,7 @@ memory_history = Table(
     Column("old_content", Text),
     Column("new_content", Text),
     Column("created_at", Text, nullable=False),
+    Column("reason", Text),  # why a delete happened: expired, retention, decay, summarized...
 )
 
 api_keys = Table(
@@ -131,4 +132,20 @@ qdrant_outbox = Table(
     Column("queued_at", Text, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("last_error", Text),
+)
+
+periodic_runs = Table(
+    "periodic_runs",
+    metadata,
+    Column("job_id", Text, primary_key=True),
+    Column("lease_until", Text),
+    Column("runner", Text),
+    Column("started_at", Text),
+    Column("finished_at", Text),
+    Column("status", Text),
+    Column("result", Text),
+    Column("error", Text),
+    Column("duration_ms", Integer),
+    Column("runs", Integer, nullable=False),
+    Column("failures", Integer, nullable=False),
 )

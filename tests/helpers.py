@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from omniroute.clock import to_iso
 from omniroute.config import SETTINGS
+from omniroute.tables import memories
 
 ADMIN_TOKEN = "test-admin-token"
 # The Redis database the job tests own: flushed before and after each of them.
@@ -91,3 +92,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def backdate(store, key, days, accessed_days=None, count=0):
+    """Backdate a memory: created `days` ago, injected `accessed_days` ago `count` times."""
+    now = store.clock()
+    values = {"created_at": to_iso(now - timedelta(days=days)), "access_count": count}
+    if accessed_days is not None:
+        values["last_accessed_at"] = to_iso(now - timedelta(days=accessed_days))
+    with store.db.write() as conn:
+        conn.execute(memories.update().where(memories.c.key == key).values(**values))

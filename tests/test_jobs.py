@@ -265,6 +265,7 @@ def test_without_redis_a_restarted_process_extracts_what_the_last_one_left(make_
     key, _ = svc.keys.create("crash")
     svc.outbox.put(key.id, "s1", [(TEXT, "user_message")])  # written, never run: a crash
     age_outbox(first)
+    first.extensions["omniroute"].scheduler.stop()  # the process is gone: its lock too
     second = make_app()  # the next start sweeps at once
     found = eventually(lambda: keys_of(second, key.id))
     assert found == ["pattern:commit_before_pushing", "preference:typescript"]

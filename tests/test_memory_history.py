@@ -2,13 +2,14 @@
 
 import pytest
 
+from omniroute.memory.bulk import clear
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import history, in_minutes
 
 pytestmark = pytest.mark.both_stores
 
 
-def test_delete_matching_deletes_every_match_whatever_the_order(store, clock):
+def test_clear_deletes_every_match_whatever_the_order(store, clock):
     for number in range(3):
         store.create(api_key_id="alice", key=f"old{number}", content="old")
     store.create(api_key_id="alice", key="old-note", content="old", type="procedural")
@@ -18,19 +19,19 @@ def test_delete_matching_deletes_every_match_whatever_the_order(store, clock):
     for number in range(7):
         store.create(api_key_id="alice", key=f"new{number}", content="new")
     doomed = MemoryFilter(api_key_id="alice", type="factual", created_before=cutoff)
-    assert store.delete_matching(doomed, batch=2) == 3
+    assert clear(store, doomed, batch=2) == 3
     left = {m.key for m in store.find(MemoryFilter(), limit=100)}
     assert left == {"old-note", "old", *(f"new{number}" for number in range(7))}
-    assert store.delete_matching(doomed) == 0
+    assert clear(store, doomed) == 0
 
 
-def test_delete_matching_leaves_history_and_takes_expired_rows_too(store, clock):
+def test_clear_leaves_history_and_takes_expired_rows_too(store, clock):
     live, _ = store.create(api_key_id="alice", key="k", content="x")
     expired, _ = store.create(
         api_key_id="alice", key="gone", content="y", expires_at=in_minutes(clock, 1)
     )
     clock.advance(minutes=2)
-    assert store.delete_matching(MemoryFilter(api_key_id="alice")) == 2
+    assert clear(store, MemoryFilter(api_key_id="alice")) == 2
     assert [entry[0] for entry in history(store, live.id)] == ["create", "delete"]
     assert [entry[0] for entry in history(store, expired.id)] == ["create", "delete"]
     with store.db.read() as conn:

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from omniroute.clock import to_iso
+from omniroute.memory.bulk import clear
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.qdrant.sync import SyncStopped
@@ -119,7 +120,7 @@ def test_a_clear_of_a_key_removes_its_points_and_no_one_elses(svc, client):
     remember(svc, "alice", FACTS)
     bob = remember(svc, "bob", {"pet:cat": "Bob's cat is called Tom"})
     synced(svc)
-    svc.memories.delete_matching(MemoryFilter(api_key_id="alice"))
+    clear(svc.memories, MemoryFilter(api_key_id="alice"))
     synced(svc)
     assert points(svc, "alice") == set()
     assert points(svc, "bob") == set(bob.values())

@@ -8,7 +8,17 @@ from flask_smorest import Api
 
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
-from . import engine, health, keys, memories, memory_transfer, providers, qdrant, settings
+from . import (
+    engine,
+    health,
+    keys,
+    memories,
+    memory_life,
+    memory_transfer,
+    providers,
+    qdrant,
+    settings,
+)
 
 DOCS_ASSETS_URL = "/docs/assets/"
 
@@ -61,6 +71,7 @@ def init_app(app: Flask) -> OmniApi:
     api = OmniApi(app)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
-    for module in (engine, memory_transfer, memories, keys, providers, settings, qdrant, health):
+    modules = (engine, memory_transfer, memory_life, memories, keys, providers, settings, qdrant)
+    for module in (*modules, health):
         api.register_blueprint(module.blp)
     return api

@@ -8,11 +8,13 @@ from flask_smorest import Blueprint, abort
 
 from ..clock import to_iso
 from ..errors import error_payload
+from ..memory.bulk import clear
 from ..memory.listing import ListingQuery, filters_from, listing
-from ..memory.model import Memory
+from ..memory.model import Memory, MemoryFilter
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..memory.verify import verify_pipeline
 from ..services import services
+from .life_schemas import ClearedSchema, ClearQuery
 from .memory_schemas import (
     HealthSchema,
     HistorySchema,
@@ -49,6 +51,25 @@ class MemoryCollection(MethodView):
         limit = args["limit"]
         offset = args.get("offset", (args["page"] - 1) * limit)
         return listing(services().memories, filters_from(args), limit=limit, offset=offset)
+
+    @blp.arguments(ClearQuery, location="query")
+    @blp.response(200, ClearedSchema)
+    def delete(self, args):
+        """Delete many memories of one key
+
+        Every memory of `apiKeyId` that matches the other filters, expired ones too, in
+        short batches; each leaves a history row (reason `cleared`) and takes its vector
+        and keyword row with it. `dryRun` counts them and deletes nothing.
+        """
+        filters = MemoryFilter(
+            api_key_id=args["apiKeyId"],
+            type=args.get("type"),
+            session_id=args.get("sessionId"),
+            created_before=to_iso(args["olderThan"]) if "olderThan" in args else None,
+        )
+        matched = clear(services().memories, filters, dry_run=args["dryRun"])
+        deleted = 0 if args["dryRun"] else matched
+        return {"matched": matched, "deletedCount": deleted, "dryRun": args["dryRun"]}
 
     @blp.arguments(MemoryCreateSchema)
     @blp.response(201, MemoryCreatedSchema)

@@ -114,6 +114,13 @@ class HistoryEntrySchema(ma.Schema):
     oldContent = ma.fields.String(attribute="old_content", allow_none=True)
     newContent = ma.fields.String(attribute="new_content", allow_none=True)
     createdAt = ma.fields.String(attribute="created_at")
+    reason = ma.fields.String(
+        allow_none=True,
+        metadata={
+            "description": "Why the life cycle deleted or rewrote it (expired, retention, "
+            "decay, summarized, compacted, cleared); null for a person's own change."
+        },
+    )
 
 
 class HistorySchema(ma.Schema):

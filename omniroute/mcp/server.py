@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from ..clock import to_iso
+from ..memory import bulk
 from ..memory.budget import within_budget
 from ..memory.model import MemoryFilter, estimate_tokens
 from ..memory.schemas import MemorySchema
@@ -184,21 +185,30 @@ def build_server(
     async def clear(
         apiKeyId: ApiKeyId = None,
         type: MemoryType | None = None,
+        sessionId: Annotated[str | None, Field(description="Only this session's.")] = None,
         olderThan: Annotated[
             datetime | None, Field(description="ISO-8601: only memories created before it.")
         ] = None,
+        dryRun: Annotated[bool, Field(description="Count what would go; delete nothing.")] = False,
     ) -> dict[str, Any]:
         """Forget every memory of the key that matches (all of them, not only the first 50)."""
         owner = current_caller(stdio_caller).owner(apiKeyId)
         doomed = MemoryFilter(
             api_key_id=owner,
             type=type,
+            session_id=sessionId,
             created_before=to_iso(olderThan) if olderThan else None,
         )
-        deleted = await run(lambda: svc.memories.delete_matching(doomed))
+        count = await run(lambda: bulk.clear(svc.memories, doomed, dry_run=dryRun))
+        message = f"Would delete {count} memories." if dryRun else f"Deleted {count} memories."
         return {
             "success": True,
-            "data": {"deletedCount": deleted, "message": f"Deleted {deleted} memories."},
+            "data": {
+                "deletedCount": 0 if dryRun else count,
+                "matched": count,
+                "dryRun": dryRun,
+                "message": message,
+            },
         }
 
     return server

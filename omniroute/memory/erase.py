@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 
 from ..tables import extraction_outbox, memories, memory_history, qdrant_outbox
+from .bulk import clear
 from .model import MemoryFilter
 from .store import MemoryStore
 
@@ -46,7 +47,7 @@ def erase_owner(store: MemoryStore, api_key_id: str) -> Erased:
                 memories.c.api_key_id == api_key_id, memories.c.needs_reindex == 0
             )
         ).scalar_one()
-    deleted = store.delete_matching(MemoryFilter(api_key_id=api_key_id))
+    deleted = clear(store, MemoryFilter(api_key_id=api_key_id), reason="erased")
     with store.db.write() as conn:
         history = conn.execute(
             delete(memory_history).where(memory_history.c.api_key_id == api_key_id)

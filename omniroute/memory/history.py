@@ -16,8 +16,19 @@ from .model import Memory
 COMPARED = ("type", "key", "content", "metadata", "session_id", "expires_at")
 
 
-def record(conn: Connection, action: str, old: Memory | None, new: Memory | None, now: str) -> None:
-    """Record a create (no `old`), an update, or a delete (no `new`)."""
+# Why the life cycle removed or rewrote a memory (a person's own delete or edit has none).
+REASONS = ("expired", "retention", "decay", "summarized", "compacted", "cleared", "erased")
+
+
+def record(
+    conn: Connection,
+    action: str,
+    old: Memory | None,
+    new: Memory | None,
+    now: str,
+    reason: str | None = None,
+) -> None:
+    """Record a create (no `old`), an update, or a delete (no `new`), and why (`REASONS`)."""
     subject = new or old
     assert subject is not None
     conn.execute(
@@ -32,6 +43,7 @@ def record(conn: Connection, action: str, old: Memory | None, new: Memory | None
             old_content=old.content if old else None,
             new_content=new.content if new else None,
             created_at=now,
+            reason=reason,
         )
     )
 

@@ -28,6 +28,7 @@ from sqlalchemy import select
 
 from ..clock import to_iso
 from ..tables import memories
+from .decay import DecayPolicy
 from .embedding.base import EmbeddingError, signature
 from .embedding.sources import EmbeddingSources
 from .fts import keyword_search
@@ -60,6 +61,7 @@ class RetrievalOptions:
     top_k: int = 100
     fusion: str = "blend"
     rrf_k: int = 60
+    decay: DecayPolicy = field(default_factory=DecayPolicy)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class Ranked:
     tier: str  # recent, keyword, vector or hybrid
     vec_score: float | None = None
     fts_score: float | None = None
+    decay: float = 1.0  # the typed-decay factor `score` includes (decay.py)
 
 
 @dataclass
@@ -149,7 +152,17 @@ class Retriever:
         model = self.reranker.model_for(settings) if self.reranker else None
         if model and ranking.items and query.strip():
             self._rerank(ranking, model, query)
+        if self.options.decay.enabled and ranking.strategy_used != "recent":
+            self._decay(ranking)
         return ranking
+
+    def _decay(self, ranking: Ranking) -> None:
+        """Typed decay's factor on each score, then the order again (stable among equals)."""
+        now = self.store.clock()
+        for item in ranking.items:
+            item.decay = self.options.decay.weight(item.memory, now)
+            item.score *= item.decay
+        ranking.items.sort(key=lambda item: item.score, reverse=True)
 
     def _rerank(self, ranking: Ranking, model: str, query: str) -> None:
         head, tail = ranking.items[:MAX_RERANKED], ranking.items[MAX_RERANKED:]

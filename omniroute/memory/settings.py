@@ -103,6 +103,23 @@ SETTINGS: tuple[Setting, ...] = (
             low=0, high=8000),
     Setting("retentionDays", "memoryRetentionDays", 30, INTEGER,
             "Memories older than this many days are not injected.", low=1, high=365),
+    Setting("retentionSweep", "memoryRetentionSweep", False, BOOLEAN,
+            "The retention sweep deletes memories older than retentionDays that were not "
+            "injected since (off: they stay stored, only never injected)."),
+    Setting("autoSummarize", "memoryAutoSummarize", False, BOOLEAN,
+            "The summarise job folds each key's memories older than autoSummarizeDays into "
+            "one summary memory (originals kept in history)."),
+    Setting("autoSummarizeDays", "memoryAutoSummarizeDays", 30, INTEGER,
+            "The age, in days, at which autoSummarize folds a memory into its key's summary.",
+            low=1, high=365),
+    Setting("summarizeBudgetTokens", "memorySummarizeBudgetTokens", 0, INTEGER,
+            "With autoSummarize, a key whose memories hold more tokens than this has its "
+            "oldest compacted to their first sentences until they fit (0: no budget).",
+            low=0, high=1_000_000),
+    Setting("summarizeProviderModel", "memorySummarizeProviderModel", None, TEXT,
+            "A provider's chat model, `provider/model`, that writes summaries (null: the "
+            "extractive first-sentences rule; it is also the fallback on any failure).",
+            nullable=True),
     Setting("strategy", "memoryStrategy", "hybrid", CHOICE,
             "How chat requests retrieve: newest first, by meaning, or keywords and meaning.",
             choices=CHAT_STRATEGIES),

@@ -29,7 +29,7 @@ from ..db import Database
 from ..tables import memories
 from ..text_rules import check_fields
 from . import history as audit
-from .conditions import live_matching, matching
+from .conditions import live_matching
 from .model import Memory, MemoryFilter, dump_metadata
 from .vectors import VectorIndex
 
@@ -37,7 +37,6 @@ from .vectors import VectorIndex
 # other processes (the RQ worker) are seen after at most this many seconds.
 CACHE_TTL_SECONDS = 5.0
 CACHE_MAX_ENTRIES = 500
-DELETE_BATCH = 500
 
 _UNSET: Any = object()
 
@@ -132,7 +131,7 @@ class MemoryStore:
         with self.joined(connection, self.db.write) as conn:
             existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
             if existing is not None and existing.is_expired(now):
-                self._delete_row(conn, existing, now)
+                self.delete_row(conn, existing, now, "expired")
                 existing = None
             memory = None
             if existing is None:
@@ -161,8 +160,11 @@ class MemoryStore:
         session_id: str = _UNSET,
         expires_at: str | None = _UNSET,
         connection: Connection | None = None,
+        reason: str | None = None,
     ) -> Memory:
-        """Change the given fields of a live memory; metadata is replaced, not merged."""
+        """Change the given fields of a live memory; metadata is replaced, not merged.
+
+        `reason` is the life cycle's, for the history row (a person's edit has none)."""
         given = {
             "type": type,
             "key": key,
@@ -184,10 +186,10 @@ class MemoryStore:
                     memories.c.key == changes["key"],
                 )
                 if holder is not None and holder.is_expired(now):
-                    self._delete_row(conn, holder, now)
+                    self.delete_row(conn, holder, now, "expired")
                 elif holder is not None:
                     raise KeyConflict(f"key {changes['key']!r} is already used by {holder.id}")
-            memory = self._apply(conn, existing, changes, now)
+            memory = self._apply(conn, existing, changes, now, reason)
         if connection is None:
             self.notify_write()
         return memory
@@ -203,34 +205,10 @@ class MemoryStore:
             existing = self._row(conn, memories.c.id == memory_id)
             if existing is None:
                 return False
-            self._delete_row(conn, existing, self.now())
+            self.delete_row(conn, existing, self.now())
         if connection is None:
             self.notify_write()
         return True
-
-    def delete_matching(self, filters: MemoryFilter, *, batch: int = DELETE_BATCH) -> int:
-        """Delete every memory that matches `filters`, expired ones too; return how many.
-
-        The filter runs in SQL, so it holds whatever the count and order. Each batch is its
-        own transaction (other writers wait at most one batch), with a history row and the
-        vector of every memory it deletes. Clearing means the text is gone, so memories
-        past their expiry (never served, still stored) go as well.
-        """
-        deleted = 0
-        while True:
-            now = self.now()
-            with self.db.write() as conn:
-                rows = conn.execute(
-                    select(memories).where(*matching(filters)).order_by(memories.c.seq).limit(batch)
-                ).mappings()
-                doomed = [Memory.from_row(row) for row in rows]
-                for memory in doomed:
-                    self._delete_row(conn, memory, now)
-            deleted += len(doomed)
-            if len(doomed) < batch:
-                if deleted:
-                    self.notify_write()
-                return deleted
 
     def record_access(self, counts: Mapping[str, int]) -> None:
         """Add each memory's number of injections to its count, and stamp the time."""
@@ -349,7 +327,12 @@ class MemoryStore:
         return memory
 
     def _apply(
-        self, conn: Connection, existing: Memory, changes: dict[str, Any], now: str
+        self,
+        conn: Connection,
+        existing: Memory,
+        changes: dict[str, Any],
+        now: str,
+        reason: str | None = None,
     ) -> Memory:
         memory = replace(existing, **changes, updated_at=now)
         values = {name: getattr(memory, name) for name in changes}
@@ -362,7 +345,7 @@ class MemoryStore:
             update(memories).where(memories.c.id == existing.id).values(**values, updated_at=now)
         )
         if audit.differs(existing, memory):
-            audit.record(conn, "update", existing, memory, now)
+            audit.record(conn, "update", existing, memory, now, reason)
         if any(getattr(memory, name) != getattr(existing, name) for name in MIRRORED_FIELDS):
             self._mirrored(conn, memory, "upsert")
         self._forget(existing.id)
@@ -378,9 +361,12 @@ class MemoryStore:
             if seq is not None:
                 self.vectors.delete(conn, [seq])
 
-    def _delete_row(self, conn: Connection, existing: Memory, now: str) -> None:
+    def delete_row(
+        self, conn: Connection, existing: Memory, now: str, reason: str | None = None
+    ) -> None:
+        """Delete one memory with its vector, history row and mirror mark, in `conn`."""
         self._forget_vector(conn, existing.id)
         conn.execute(delete(memories).where(memories.c.id == existing.id))
-        audit.record(conn, "delete", existing, None, now)
+        audit.record(conn, "delete", existing, None, now, reason)
         self._mirrored(conn, existing, "delete")
         self._forget(existing.id)

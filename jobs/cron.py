@@ -1,0 +1,25 @@
+"""RQ's cron configuration: `rq cron jobs.cron` (the Procfile's `clock` process).
+
+It enqueues every periodic job on the default queue at its interval (read from the same
+environment settings as the app); a worker runs it. Two clock processes at once are safe:
+the job's shared record lets one run an interval through and makes the other a skip.
+"""
+
+from rq import cron
+
+from omniroute.config import load_settings
+
+from . import DEFAULT_QUEUE
+from .periodic import run_periodic
+from .schedule import PERIODIC_JOBS
+
+_settings = load_settings()
+for _job in PERIODIC_JOBS:
+    cron.register(
+        run_periodic,
+        DEFAULT_QUEUE,
+        args=(_job.id,),
+        interval=_job.interval(_settings),
+        job_timeout=_job.lease_seconds,
+        name=_job.id,
+    )

@@ -1,0 +1,108 @@
+"""The retention sweep: deleting what no read would ever return again.
+
+Every read already leaves these memories out; the sweep makes the database agree, so that a
+service left running for a year holds what is alive (and the summaries of what aged out):
+
+- `expired`: past `expiresAt` (always);
+- `retention`: created more than `retentionDays` ago and not injected since that cutoff,
+  when the `retentionSweep` setting is on (off, they stay stored, only never injected);
+- `decay`: episodic memories past typed decay's age (decay.py), when decay is on.
+
+Each deletion goes through the store, in batches of SWEEP_BATCH: its vector and keyword row
+go with it, a history row records the reason, Qdrant is told through its outbox, and no
+batch holds the write lock for long, so chat traffic writes between batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, or_
+
+from ..clock import to_iso
+from ..tables import memories
+from .bulk import delete_where
+from .decay import DecayPolicy
+from .settings import MemorySettings
+from .store import MemoryStore
+
+SWEEP_BATCH = 200
+
+
+@dataclass
+class SweepReport:
+    expired: int = 0
+    retention: int = 0
+    decay: int = 0
+    batches: int = 0
+    longest_batch_ms: float = 0.0
+    off: list[str] = field(default_factory=list)  # which deletions are switched off, and why
+
+    def heard(self, count: int, seconds: float) -> None:
+        if count:
+            self.batches += 1
+            self.longest_batch_ms = max(self.longest_batch_ms, seconds * 1000)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "expired": self.expired,
+            "retention": self.retention,
+            "decay": self.decay,
+            "batches": self.batches,
+            "longestBatchMs": round(self.longest_batch_ms, 1),
+            "off": self.off,
+        }
+
+
+class RetentionSweep:
+    def __init__(
+        self,
+        store: MemoryStore,
+        settings: MemorySettings,
+        decay: DecayPolicy,
+        batch: int = SWEEP_BATCH,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.decay = decay
+        self.batch = batch
+
+    def run(self) -> SweepReport:
+        report = SweepReport()
+        report.expired = self._delete(self._expired, "expired", report)
+        settings = self.settings.get()
+        if settings["retentionSweep"]:
+            days = settings["retentionDays"]
+            report.retention = self._delete(self._retention(days), "retention", report)
+        else:
+            report.off.append("retention: the retentionSweep setting is off")
+        if self.decay.enabled:
+            doomed = self.decay.doomed
+            report.decay = self._delete(lambda _now: doomed(self.store.clock()), "decay", report)
+        else:
+            report.off.append("decay: MEMORY_TYPED_DECAY_ENABLED is off")
+        return report
+
+    def _delete(
+        self, conditions: Callable[[str], list[ColumnElement[bool]]], reason: str, report
+    ) -> int:
+        return delete_where(
+            self.store, conditions, reason=reason, batch=self.batch, on_batch=report.heard
+        )
+
+    @staticmethod
+    def _expired(now: str) -> list[ColumnElement[bool]]:
+        return [memories.c.expires_at.is_not(None), memories.c.expires_at <= now]
+
+    def _retention(self, days: int) -> Callable[[str], list[ColumnElement[bool]]]:
+        def conditions(_now: str) -> list[ColumnElement[bool]]:
+            cutoff = to_iso(self.store.clock() - timedelta(days=days))
+            return [
+                memories.c.created_at < cutoff,
+                or_(memories.c.last_accessed_at.is_(None), memories.c.last_accessed_at < cutoff),
+            ]
+
+        return conditions

@@ -21,5 +21,8 @@ for _job in PERIODIC_JOBS:
         args=(_job.id,),
         interval=_job.interval(_settings),
         job_timeout=_job.lease_seconds,
+        # A run still waiting when the next is enqueued (no worker is up) is dropped, so
+        # a day without a worker leaves one waiting run of each job, not hundreds.
+        ttl=_job.interval(_settings),
         name=_job.id,
     )

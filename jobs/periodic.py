@@ -38,7 +38,8 @@ def run_periodic(job_id: str, force: bool = False) -> dict[str, Any]:
         runs.finish(claim, error=f"{type(exc).__name__}: {exc}")
         raise
     runs.finish(claim, result=result)
-    log.info("periodic job %s: %s", job_id, result)
+    news = any(isinstance(value, int) and value for value in result.values())
+    log.log(logging.INFO if news else logging.DEBUG, "periodic job %s: %s", job_id, result)
     return result
 
 

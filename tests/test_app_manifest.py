@@ -32,7 +32,8 @@ def test_the_secrets_every_process_shares_are_generated_once_for_the_app():
 
 def test_the_formation_runs_the_procfiles_processes_and_release_migrates():
     processes = procfile()
-    assert set(manifest()["formation"]) == {"web", "worker"} <= set(processes)
+    assert set(manifest()["formation"]) == {"web", "worker", "clock"} <= set(processes)
+    assert processes["clock"] == "rq cron jobs.cron --url $REDIS_URL"
     assert processes["release"] == "flask --app app db upgrade"
 
 

@@ -108,7 +108,7 @@ def run_flask(*args: str, **env: str) -> subprocess.CompletedProcess:
 def test_db_upgrade_migrates_a_fresh_database(tmp_path):
     result = run_flask("db", "upgrade", DATA_DIR=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "is at revision 0009" in result.stdout
+    assert "is at revision 0010" in result.stdout
     assert "applied migration 0001_memories" in result.stderr
 
 

@@ -99,10 +99,22 @@ def test_clear_deletes_every_match_not_only_fifty(gateway, keys, gateway_app):
 
     async def work():
         async with http_session(gateway.url, secret) as session:
+            _, dry = await call(session, "omniroute_memory_clear", type="factual", dryRun=True)
+            assert dry["data"] == {
+                "deletedCount": 0,
+                "matched": 60,
+                "dryRun": True,
+                "message": "Would delete 60 memories.",
+            }
             _, result = await call(session, "omniroute_memory_clear", type="factual")
             assert result == {
                 "success": True,
-                "data": {"deletedCount": 60, "message": "Deleted 60 memories."},
+                "data": {
+                    "deletedCount": 60,
+                    "matched": 60,
+                    "dryRun": False,
+                    "message": "Deleted 60 memories.",
+                },
             }
             _, rest = await call(session, "omniroute_memory_search")
             assert [m["key"] for m in rest["data"]["memories"]] == ["p"]

@@ -197,4 +197,3 @@ def test_overdue_means_not_started_for_two_intervals(app, svc):
 
 def _job(svc, job_id):
     return next(job for job in svc.periodic_report()["jobs"] if job["id"] == job_id)
-

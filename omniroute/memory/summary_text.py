@@ -88,13 +88,14 @@ def extractive(memories: Sequence[Memory], days: int) -> str:
 class LlmWriter:
     """Summaries written by a provider's chat model, through the provider registry."""
 
-    def __init__(self, providers: ProviderStore, client: ProviderClient) -> None:
+    def __init__(
+        self, providers: ProviderStore, client: ProviderClient, timeout: float = LLM_TIMEOUT_SECONDS
+    ) -> None:
         self._providers = providers
         self._client = client
+        self.timeout = timeout
 
-    def write(
-        self, model: str, memories: Sequence[Memory], *, timeout: float = LLM_TIMEOUT_SECONDS
-    ) -> str:
+    def write(self, model: str, memories: Sequence[Memory]) -> str:
         found = self._providers.for_model_ref(model)
         if found is None:
             raise SummaryFailed(f"no provider for summarise model {model!r}")
@@ -110,10 +111,12 @@ class LlmWriter:
             ],
         }
         try:
-            answer = self._client.post_json(provider, "/chat/completions", body, timeout=timeout)
+            answer = self._client.post_json(
+                provider, "/chat/completions", body, timeout=self.timeout
+            )
         except ProviderError as exc:
             if exc.kind == TIMEOUT:
-                raise SummaryFailed(f"{model} did not answer within {timeout:g} s") from None
+                raise SummaryFailed(f"{model} did not answer within {self.timeout:g} s") from None
             raise SummaryFailed(f"{model}: {exc.message}") from None
         return _summary_of(model, answer)
 

@@ -1,0 +1,114 @@
+"""Bulk clearing: DELETE /api/memory and `flask memory clear`, one code path (memory/bulk.py)
+with the MCP clear tool (tests/test_mcp.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import select
+
+from omniroute.clock import to_iso
+from omniroute.memory.model import MemoryFilter
+from omniroute.tables import memory_history
+from tests.helpers import ADMIN_TOKEN, backdate
+
+pytestmark = pytest.mark.both_stores
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+@pytest.fixture
+def seeded(svc):
+    for owner in ("alice", "bob"):
+        svc.memories.create(api_key_id=owner, key="fact", content="I like tea")
+        svc.memories.create(api_key_id=owner, key="decision", content="I chose Go", type="episodic")
+        svc.memories.create(api_key_id=owner, key="s", content="session one", session_id="s1")
+    backdate(svc.memories, "fact", 40)
+    return svc
+
+
+def keys_of(svc, owner):
+    return sorted(m.key for m in svc.memories.find(MemoryFilter(api_key_id=owner)))
+
+
+def clear(client, **query):
+    return client.delete("/api/memory", query_string=query, headers=ADMIN)
+
+
+def test_clearing_needs_a_key_and_never_means_every_key(client, seeded):
+    response = clear(client)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == "apiKeyId"
+    assert clear(client, apiKeyId="").status_code == 422
+    assert keys_of(seeded, "alice") == keys_of(seeded, "bob") == ["decision", "fact", "s"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "gone"),
+    [
+        ({}, ["decision", "fact", "s"]),
+        ({"type": "episodic"}, ["decision"]),
+        ({"sessionId": "s1"}, ["s"]),
+        ({"olderThan": "2026-01-01T00:00:00Z"}, []),
+    ],
+)
+def test_a_dry_run_counts_and_the_real_run_deletes_just_that(client, seeded, filters, gone):
+    dry = clear(client, apiKeyId="alice", dryRun="true", **filters)
+    assert dry.status_code == 200
+    assert dry.json == {"matched": len(gone), "deletedCount": 0, "dryRun": True}
+    assert len(keys_of(seeded, "alice")) == 3
+    done = clear(client, apiKeyId="alice", **filters).json
+    assert done == {"matched": len(gone), "deletedCount": len(gone), "dryRun": False}
+    assert sorted(set(["decision", "fact", "s"]) - set(keys_of(seeded, "alice"))) == gone
+    assert keys_of(seeded, "bob") == ["decision", "fact", "s"], "another key is untouched"
+
+
+def test_older_than_takes_the_backdated_memory_and_history_says_cleared(client, seeded, svc):
+    cutoff = to_iso(svc.memories.clock() - timedelta(days=1))
+    assert clear(client, apiKeyId="alice", olderThan=cutoff).json["deletedCount"] == 1
+    assert keys_of(svc, "alice") == ["decision", "s"]
+    with svc.db.read() as conn:
+        reasons = conn.execute(
+            select(memory_history.c.old_key, memory_history.c.reason).where(
+                memory_history.c.api_key_id == "alice", memory_history.c.action == "delete"
+            )
+        ).all()
+    assert reasons == [("fact", "cleared")]
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ({"apiKeyId": "alice", "type": "nope"}, "type"),
+        ({"apiKeyId": "alice", "olderThan": "last tuesday"}, "olderThan"),
+        ({"apiKeyId": "alice", "dryRun": "perhaps"}, "dryRun"),
+    ],
+)
+def test_bad_filters_are_a_422_naming_the_field(client, seeded, query, field):
+    response = clear(client, **query)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == field
+    assert len(keys_of(seeded, "alice")) == 3
+
+
+def test_the_cli_asks_before_it_deletes(app, seeded):
+    runner = CliRunner()
+    with app.app_context():
+        dry = runner.invoke(app.cli, ["memory", "clear", "--api-key-id", "alice", "--dry-run"])
+        assert dry.exit_code == 0 and "3 memories of alice match" in dry.output
+        refused = runner.invoke(
+            app.cli, ["memory", "clear", "--api-key-id", "alice", "--type", "episodic"], input="n\n"
+        )
+        assert refused.exit_code == 1 and "Delete 1 memories of alice?" in refused.output
+        assert keys_of(seeded, "alice") == ["decision", "fact", "s"]
+        done = runner.invoke(
+            app.cli, ["memory", "clear", "--api-key-id", "alice", "--type", "episodic"], input="y\n"
+        )
+        assert done.exit_code == 0 and "deleted 1 memories of alice" in done.output
+        forced = runner.invoke(
+            app.cli,
+            ["memory", "clear", "--api-key-id", "bob", "--older-than", "2026-01-01", "--yes"],
+        )
+    assert forced.exit_code == 0, forced.output
+    assert keys_of(seeded, "alice") == ["fact", "s"]

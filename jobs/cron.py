@@ -10,7 +10,7 @@ from rq import cron
 from omniroute.config import load_settings
 
 from . import DEFAULT_QUEUE
-from .periodic import run_periodic
+from .runner import run_periodic
 from .schedule import PERIODIC_JOBS
 
 _settings = load_settings()

@@ -1,46 +1,12 @@
-"""The periodic jobs' functions: `run_periodic(job_id)`, which every trigger calls, and the
-tasks it runs (declared in jobs/schedule.py)."""
+"""The periodic jobs' tasks (declared in jobs/schedule.py, run by jobs/runner.py)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from flask import current_app
-from rq.utils import import_attribute
-
-from omniroute.periodic_runs import Claim
 from omniroute.services import services
 
 from . import sweep_outboxes
-from .schedule import BY_ID
-
-log = logging.getLogger(__name__)
-
-
-def run_periodic(job_id: str, force: bool = False) -> dict[str, Any]:
-    """Run one periodic job if its shared record lets us (due, and nobody runs it); return
-    its figures, or `{"skipped": why}`. `force` runs it even when it is not due."""
-    job = BY_ID[job_id]
-    runs = services().periodic_runs
-    claim = runs.claim(
-        job_id,
-        interval=job.interval(current_app.config),
-        lease_seconds=job.lease_seconds,
-        force=force,
-    )
-    if not isinstance(claim, Claim):
-        log.debug("periodic job %s skipped: %s", job_id, claim)
-        return {"skipped": claim}
-    try:
-        result = import_attribute(job.task)()
-    except Exception as exc:
-        runs.finish(claim, error=f"{type(exc).__name__}: {exc}")
-        raise
-    runs.finish(claim, result=result)
-    news = any(isinstance(value, int) and value for value in result.values())
-    log.log(logging.INFO if news else logging.DEBUG, "periodic job %s: %s", job_id, result)
-    return result
 
 
 def sweep_outboxes_now() -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The periodic jobs, declared in one place (Redash's habit: one list, fixed ids).
 
 Whoever triggers them (RQ's cron in the Procfile's `clock` process, the scheduler thread of
-a web process without Redis, `flask jobs run`), a job runs through `jobs.periodic.run_periodic`,
+a web process without Redis, `flask jobs run`), a job runs through `jobs.runner.run_periodic`,
 which claims the job's shared record first (omniroute/periodic_runs.py): it runs at most once
 an interval and never twice at once, and its last run and result are there for `flask jobs
 list` and the studio's Engine tab. Each task is idempotent and cheap when there is nothing

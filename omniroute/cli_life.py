@@ -8,7 +8,7 @@ from datetime import datetime
 import click
 from flask.cli import AppGroup
 
-from jobs.periodic import run_periodic
+from jobs.runner import run_periodic
 from jobs.schedule import BY_ID
 
 from .clock import to_iso

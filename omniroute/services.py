@@ -159,7 +159,7 @@ class Services:
             app,
             periodic_runs,
             [(job.id, job.interval(config)) for job in _thread_jobs(config)],
-            lambda job_id: import_attribute("jobs.periodic.run_periodic")(job_id),
+            lambda job_id: import_attribute("jobs.runner.run_periodic")(job_id),
             lock_dir=config["DATA_DIR"],
         )
         return cls(

@@ -33,6 +33,9 @@ LAYERS = {
     "omniroute.cli": 3,
     "omniroute.home": 3,
     "jobs.memory": 3,
+    "jobs.periodic": 3,
+    "omniroute.cli_life": 3,
+    "jobs.cron": 4,  # RQ's cron loads it
     "omniroute.factory": 4,  # entry points
     "omniroute.serve": 4,
     "omniroute.mcp.__main__": 4,
@@ -47,6 +50,7 @@ FACES = (
     "omniroute.cli",
     "omniroute.home",
     "jobs.memory",
+    "jobs.periodic",
 )
 
 

@@ -10,7 +10,7 @@ import logging
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from jobs.periodic import run_periodic
+from jobs.runner import run_periodic
 from jobs.schedule import BY_ID
 
 from ..services import services

@@ -6,6 +6,7 @@
 //   form[data-api="METHOD /url"]    send the form as JSON; button[data-api] sends no body
 //   data-refresh="#a #b"            regions to refresh after a success
 //   data-done="text"                announced after a success; data-confirm asks first
+//   form[data-confirm-text="name"]  sent only when its [data-confirmation] field says that
 //   data-then="secret"              show the `key` of the answer once (API keys)
 //   data-type="bool|number|lines|embedding-models|utc|clear"   how a field becomes JSON
 //   data-empty="null|omit"          what an empty field sends
@@ -203,6 +204,13 @@
 
   async function sendForm(form) {
     const [method, url] = form.dataset.api.split(" ");
+    const typed = form.querySelector("[data-confirmation]");
+    if (form.dataset.confirmText !== undefined && typed?.value !== form.dataset.confirmText) {
+      showErrors(form, { message: `Type “${form.dataset.confirmText}” exactly to confirm.`, details: [] });
+      typed?.setAttribute("aria-invalid", "true");
+      typed?.focus();
+      return;
+    }
     await withBusy(form, async () => {
       try {
         const data = await api(method, url, formBody(form));

@@ -236,7 +236,9 @@ def options_of(page: str, select_id: str) -> list[str]:
 class TestKeysAndProviders:
     def test_the_keys_page_lists_active_keys_without_secrets(self, populated, studio):
         page = studio.get("/dashboard/keys").text
-        assert "laptop" in page and "old phone" not in page
+        active, revoked = page.split('id="revoked-list"')
+        assert "laptop" in active and "old phone" not in active
+        assert "old phone" in revoked and "laptop" not in revoked, "revoked: to be erased"
         assert populated["key"]["key"] not in page
         assert populated["key"]["prefix"] in page
         assert 'data-then="secret"' in page

@@ -64,6 +64,25 @@ def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def compact_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str, Any]:
+    """"Compact old memories": the form, and its dry run once the admin asked for one."""
+    form = {"days": args.get("compactDays", ""), "apiKeyId": args.get("compactKey", "")}
+    errors = {}
+    preview = None
+    if form["days"]:
+        days = _whole_number(form["days"], 30, 1, 365)
+        if days is None:
+            errors["compactDays"] = "Give a whole number of days from 1 to 365."
+        elif form["apiKeyId"] and form["apiKeyId"] not in {key.id for key in keys}:
+            errors["compactKey"] = "Choose an API key, or all keys."
+        else:
+            run = svc.summarizer.older_than(
+                days=days, api_key_id=form["apiKeyId"] or None, dry_run=True
+            )
+            preview = {**run.as_dict(), "olderThanDays": days}
+    return {"compact_form": form, "compact_errors": errors, "compact_preview": preview}
+
+
 def playground_tab(
     svc: Services, args: Mapping[str, str], settings: dict, keys: list
 ) -> dict[str, Any]:
@@ -138,12 +157,14 @@ def qdrant_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str,
 
 def engine_tab(svc: Services) -> dict[str, Any]:
     status = svc.engine_report()
+    periodic = svc.periodic_report()
     vectors = status["vectorStore"]
     total = vectors["memoryCount"]
     embedded = max(total - vectors["needsReindex"], 0)
     providers = svc.providers.list_providers()
     return {
         "status": status,
+        "periodic": periodic,
         "embedded": embedded,
         "total": total,
         "percent": math.floor(100 * embedded / total) if total else 100,

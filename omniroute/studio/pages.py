@@ -8,7 +8,7 @@ from ..memory import settings as registry
 from ..memory.model import MEMORY_TYPES
 from ..services import services
 from .blueprint import bp
-from .memory_tabs import engine_tab, memories_tab, playground_tab, qdrant_card
+from .memory_tabs import compact_card, engine_tab, memories_tab, playground_tab, qdrant_card
 
 TABS = ("memories", "playground", "engine")
 
@@ -21,7 +21,7 @@ def memory():
     all_keys = svc.keys.list_keys(include_revoked=True)
     active_keys = [key for key in all_keys if key.revoked_at is None]
     if tab == "memories":
-        details = memories_tab(svc, request.args)
+        details = {**memories_tab(svc, request.args), **compact_card(svc, request.args, all_keys)}
     elif tab == "playground":
         details = playground_tab(svc, request.args, settings, all_keys)
     else:
@@ -58,7 +58,12 @@ def memory_history(memory_id: str):
 
 @bp.get("/keys")
 def keys():
-    return render_template("studio/keys.html", keys=services().keys.list_keys())
+    every = services().keys.list_keys(include_revoked=True)
+    return render_template(
+        "studio/keys.html",
+        keys=[key for key in every if key.revoked_at is None],
+        revoked=[key for key in every if key.revoked_at is not None],
+    )
 
 
 @bp.get("/providers")

@@ -16,13 +16,17 @@ import pytest
 from omniroute.clock import to_iso
 from omniroute.factory import create_app
 from omniroute.tables import memories
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, backdate, environment, eventually
 from tests.test_app_manifest import procfile
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
-INTERVALS = {"MEMORY_SWEEP_INTERVAL": "2", "OUTBOX_SWEEP_INTERVAL": "2"}
+INTERVALS = {
+    "MEMORY_SWEEP_INTERVAL": "2",
+    "OUTBOX_SWEEP_INTERVAL": "2",
+    "MEMORY_SUMMARIZE_INTERVAL": "2",
+}
 
 
 def start(line: str, data_dir: Path, database_url: str, log) -> subprocess.Popen:
@@ -70,9 +74,12 @@ def log_text(tmp_path: Path) -> str:
     return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in tmp_path.glob("*.log"))
 
 
-def test_the_clock_and_a_worker_sweep_expired_memories(shared, tmp_path):
+def test_the_clock_and_a_worker_sweep_and_summarise(shared, tmp_path):
     app, database_url = shared
     svc = app.extensions["omniroute"]
+    svc.memory_settings.update({"autoSummarize": True, "autoSummarizeDays": 30})
+    svc.memories.create(api_key_id="a", key="old", content="I chose Go. Long ago.")
+    backdate(svc.memories, "old", 40)
     svc.memories.create(api_key_id="a", key="live", content="stays")
     svc.memories.create(
         api_key_id="a",
@@ -87,18 +94,21 @@ def test_the_clock_and_a_worker_sweep_expired_memories(shared, tmp_path):
             log = stack.enter_context((tmp_path / f"{name}.log").open("w"))
             process = start(lines[name], tmp_path / name, database_url, log)
             stack.callback(stopped, process)
-        swept = eventually(
-            lambda: svc.periodic_runs.all().get("retention-sweep", {}).get("status") == "ok",
+        done = eventually(
+            lambda: all(
+                svc.periodic_runs.all().get(job, {}).get("status") == "ok"
+                for job in ("retention-sweep", "summarize")
+            ),
             timeout=60,
         )
-        assert swept, log_text(tmp_path)
+        assert done, log_text(tmp_path)
     record = svc.periodic_runs.all()["retention-sweep"]
     assert record["result"]["expired"] == 1
     assert record["runner"].split(":")[1] != str(os.getpid()), "run by the worker, not here"
+    assert svc.periodic_runs.all()["summarize"]["result"]["summarized"] == 1
     with svc.db.read() as conn:
-        assert sorted(
-            conn.execute(memories.select().with_only_columns(memories.c.key)).scalars()
-        ) == ["live"]
+        keys = sorted(conn.execute(memories.select().with_only_columns(memories.c.key)).scalars())
+    assert keys[0] == "live" and keys[1].startswith("summary_") and len(keys) == 2
 
 
 def test_two_clocks_at_once_do_not_double_run_a_job(shared, tmp_path, redis_db):

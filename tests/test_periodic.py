@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from jobs.schedule import PERIODIC_JOBS
 from omniroute.clock import to_iso
+from omniroute.config import SETTINGS_BY_NAME
 from omniroute.factory import create_app
 from omniroute.periodic import Scheduler
 from omniroute.periodic_runs import Claim, PeriodicRuns
@@ -197,3 +199,12 @@ def test_overdue_means_not_started_for_two_intervals(app, svc):
 
 def _job(svc, job_id):
     return next(job for job in svc.periodic_report()["jobs"] if job["id"] == job_id)
+
+
+def test_the_readme_table_names_every_periodic_job_and_its_setting():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for job in PERIODIC_JOBS:
+        row = next((line for line in readme.splitlines() if line.startswith(f"| `{job.id}` |")), "")
+        assert f"`{job.interval_setting}`" in row, f"README's periodic jobs table: {job.id}"
+        default = SETTINGS_BY_NAME[job.interval_setting].default
+        assert f"{default} s" in row, job.id

@@ -39,6 +39,9 @@ class PreviewItemSchema(ma.Schema):
     tier = ma.fields.String(metadata={"description": "recent, keyword, vector or hybrid"})
     vecScore = ma.fields.Float(allow_none=True, metadata={"description": "cosine similarity"})
     ftsScore = ma.fields.Float(allow_none=True, metadata={"description": "negated bm25"})
+    decay = ma.fields.Float(
+        metadata={"description": "typed decay's factor in `score` (1: none; see the README)"}
+    )
     injected = ma.fields.Boolean(metadata={"description": "within the token budget"})
 
 

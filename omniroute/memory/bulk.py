@@ -2,9 +2,9 @@
 
 One code path for every bulk deletion: the REST API's DELETE /api/memory, `flask memory
 clear`, the MCP clear tool, the retention sweep, summarisation's originals and erasing a key.
-A batch deletes each memory through the store (its vector, keyword row, history row with the
-reason, Qdrant mark), so a deletion is never half done, and other writers wait at most one
-batch for the write lock.
+A batch deletes its memories through the store (their vectors, keyword rows, history rows
+with the reason, Qdrant marks) in one transaction, so a deletion is never half done; other
+writers wait at most one batch for the write lock, and get a turn between batches.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from .conditions import matching
 from .model import Memory, MemoryFilter
 from .store import MemoryStore
 
-DELETE_BATCH = 500
+# About 20 ms of write lock a batch at 100k memories with vectors (bench/sweep.py).
+DELETE_BATCH = 50
+MAX_PAUSE_SECONDS = 0.05
 
 
 def delete_where(
@@ -47,15 +49,19 @@ def delete_where(
                 select(memories).where(*where).order_by(memories.c.seq).limit(batch)
             ).mappings()
             doomed = [Memory.from_row(row) for row in rows]
-            for memory in doomed:
-                store.delete_row(conn, memory, now, reason)
+            store.delete_rows(conn, doomed, now, reason)
+        held = time.perf_counter() - started
         if on_batch is not None:
-            on_batch(len(doomed), time.perf_counter() - started)
+            on_batch(len(doomed), held)
         deleted += len(doomed)
         if len(doomed) < batch:
             if deleted:
                 store.notify_write()
             return deleted
+        # Let the writers that queued behind this batch in before the next (SQLite's busy
+        # handler polls; a batch begun at once would keep winning): at most half the time
+        # is the sweep's.
+        time.sleep(min(held, MAX_PAUSE_SECONDS))
 
 
 def clear(

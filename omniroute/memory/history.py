@@ -5,6 +5,7 @@ Rows are written in the transaction of the write they record, and outlive the me
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
@@ -29,23 +30,37 @@ def record(
     reason: str | None = None,
 ) -> None:
     """Record a create (no `old`), an update, or a delete (no `new`), and why (`REASONS`)."""
+    conn.execute(insert(memory_history).values(**_row(action, old, new, now, reason)))
+
+
+def record_deletes(
+    conn: Connection, deleted: Sequence[Memory], now: str, reason: str | None = None
+) -> None:
+    """Record the deletion of many memories in one statement."""
+    if deleted:
+        conn.execute(
+            insert(memory_history), [_row("delete", old, None, now, reason) for old in deleted]
+        )
+
+
+def _row(
+    action: str, old: Memory | None, new: Memory | None, now: str, reason: str | None
+) -> dict[str, Any]:
     subject = new or old
     assert subject is not None
-    conn.execute(
-        insert(memory_history).values(
-            memory_id=subject.id,
-            api_key_id=subject.api_key_id,
-            action=action,
-            old_type=old.type if old else None,
-            new_type=new.type if new else None,
-            old_key=old.key if old else None,
-            new_key=new.key if new else None,
-            old_content=old.content if old else None,
-            new_content=new.content if new else None,
-            created_at=now,
-            reason=reason,
-        )
-    )
+    return {
+        "memory_id": subject.id,
+        "api_key_id": subject.api_key_id,
+        "action": action,
+        "old_type": old.type if old else None,
+        "new_type": new.type if new else None,
+        "old_key": old.key if old else None,
+        "new_key": new.key if new else None,
+        "old_content": old.content if old else None,
+        "new_content": new.content if new else None,
+        "created_at": now,
+        "reason": reason,
+    }
 
 
 def differs(old: Memory, new: Memory) -> bool:

@@ -48,6 +48,7 @@ def preview_retrieval(
                 "tier": item.tier,
                 "vecScore": item.vec_score,
                 "ftsScore": item.fts_score,
+                "decay": item.decay,
                 "injected": item.memory.id in injected,
             }
             for item in ranking.items[:limit]

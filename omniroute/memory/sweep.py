@@ -15,6 +15,7 @@ batch holds the write lock for long, so chat traffic writes between batches.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -24,12 +25,12 @@ from sqlalchemy import ColumnElement, or_
 
 from ..clock import to_iso
 from ..tables import memories
-from .bulk import delete_where
+from .bulk import DELETE_BATCH, delete_where
 from .decay import DecayPolicy
 from .settings import MemorySettings
 from .store import MemoryStore
 
-SWEEP_BATCH = 200
+SWEEP_BATCH = DELETE_BATCH
 
 
 @dataclass
@@ -37,14 +38,24 @@ class SweepReport:
     expired: int = 0
     retention: int = 0
     decay: int = 0
-    batches: int = 0
-    longest_batch_ms: float = 0.0
+    batch_ms: list[float] = field(default_factory=list)  # each batch's write-lock hold
     off: list[str] = field(default_factory=list)  # which deletions are switched off, and why
 
     def heard(self, count: int, seconds: float) -> None:
         if count:
-            self.batches += 1
-            self.longest_batch_ms = max(self.longest_batch_ms, seconds * 1000)
+            self.batch_ms.append(seconds * 1000)
+
+    @property
+    def batches(self) -> int:
+        return len(self.batch_ms)
+
+    @property
+    def longest_batch_ms(self) -> float:
+        return max(self.batch_ms, default=0.0)
+
+    @property
+    def median_batch_ms(self) -> float:
+        return statistics.median(self.batch_ms) if self.batch_ms else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +63,7 @@ class SweepReport:
             "retention": self.retention,
             "decay": self.decay,
             "batches": self.batches,
+            "medianBatchMs": round(self.median_batch_ms, 1),
             "longestBatchMs": round(self.longest_batch_ms, 1),
             "off": self.off,
         }

@@ -65,7 +65,7 @@ def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
 
 
 def compact_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str, Any]:
-    """"Compact old memories": the form, and its dry run once the admin asked for one."""
+    """ "Compact old memories": the form, and its dry run once the admin asked for one."""
     form = {"days": args.get("compactDays", ""), "apiKeyId": args.get("compactKey", "")}
     errors = {}
     preview = None

@@ -35,7 +35,7 @@ bench: install
 	$(BIN)/python bench/retrieval_latency.py --store postgresql --sizes 10000 100000
 	$(BIN)/python bench/qdrant_tier.py
 	$(BIN)/python bench/sweep.py --store sqlite
-	$(BIN)/python bench/sweep.py --store postgresql
+	$(BIN)/python bench/sweep.py --store postgresql --memories 30000
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --store sqlite
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --store postgresql
 	$(BIN)/python bench/proxy_overhead.py --corpus synthetic

@@ -48,6 +48,8 @@ def _row(
 ) -> dict[str, Any]:
     subject = new or old
     assert subject is not None
+    if reason is not None and reason not in REASONS:
+        raise ValueError(f"unknown history reason {reason!r}")
     return {
         "memory_id": subject.id,
         "api_key_id": subject.api_key_id,

@@ -260,13 +260,14 @@ def test_a_job_queued_twice_stores_its_facts_once(make_app, redis_db, tmp_path):
 
 
 def test_without_redis_a_restarted_process_extracts_what_the_last_one_left(make_app, tmp_path):
-    first = make_app()
+    # The sweep runs once an interval, whichever process: the first ran it as it started.
+    first = make_app(OUTBOX_SWEEP_INTERVAL=1)
     svc = first.extensions["omniroute"]
     key, _ = svc.keys.create("crash")
     svc.outbox.put(key.id, "s1", [(TEXT, "user_message")])  # written, never run: a crash
     age_outbox(first)
     first.extensions["omniroute"].scheduler.stop()  # the process is gone: its lock too
-    second = make_app()  # the next start sweeps at once
+    second = make_app(OUTBOX_SWEEP_INTERVAL=1)  # its sweep takes the lost text
     found = eventually(lambda: keys_of(second, key.id))
     assert found == ["pattern:commit_before_pushing", "preference:typescript"]
     assert second.extensions["omniroute"].outbox.pending() == 0

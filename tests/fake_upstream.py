@@ -2,9 +2,10 @@
 
 It answers POST /v1/chat/completions, /v1/embeddings (deterministic 8-dimensional vectors)
 and /v1/rerank (documents in reverse order), records every request it receives, and behaves
-by the requested model: `slow` waits `slow_seconds` before answering; `fail-429`, `fail-500`
-and (embeddings) `fail-401` answer with those errors. With `"stream": true` it sends the
-reply as SSE chunks, one word each, `chunk_delay` seconds apart, ending with `data: [DONE]`.
+by the requested model: `slow` waits `slow_seconds` before answering; `fail-429` (with
+Retry-After and x-ratelimit-* headers), `fail-500` and `fail-401` answer with those errors.
+With `"stream": true` it sends the reply as SSE chunks, one word each (each of `n` choices
+in turn), `chunk_delay` seconds apart, ending with `data: [DONE]`.
 """
 
 from __future__ import annotations
@@ -70,13 +71,22 @@ def fake_embedding(text: str) -> list[float]:
     return [byte / 255 - 0.5 for byte in digest[:EMBEDDING_DIMENSIONS]]
 
 
-def chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+# What a provider says of its limits: on every answer, and with Retry-After when it refuses.
+RATE_HEADERS = {"x-ratelimit-limit-requests": "500", "x-ratelimit-remaining-requests": "499"}
+RATE_LIMITED_HEADERS = {
+    "retry-after": "7",
+    "x-ratelimit-remaining-requests": "0",
+    "x-ratelimit-reset-requests": "7s",
+}
+
+
+def chunk(model: str, delta: dict[str, Any], finish: str | None = None, index: int = 0) -> bytes:
     payload = {
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",
         "created": 1_700_000_000,
         "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
     }
     return f"data: {json.dumps(payload)}\n\n".encode()
 
@@ -109,12 +119,18 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if model == "slow":
                 time.sleep(upstream.slow_seconds)
             if model == "fail-429":
-                return self._send(429, {"error": {"message": "Rate limit reached", "type": "rate"}})
+                return self._send(
+                    429,
+                    {"error": {"message": "Rate limit reached", "type": "rate"}},
+                    headers=RATE_LIMITED_HEADERS,
+                )
+            if model == "fail-401":  # the provider refuses the gateway's key for it
+                return self._send(401, {"error": {"message": "Incorrect API key provided"}})
             if model == "fail-500":
                 return self._send(500, b"upstream exploded", "text/plain")
             if body.get("stream"):
-                return self._stream(model)
-            return self._send(200, completion(model, upstream.reply))
+                return self._stream(model, body.get("n") or 1)
+            return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
 
         def _embeddings(self, model: str, texts: list[str]) -> None:
             if model == "fail-401":
@@ -142,26 +158,41 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             ]
             return self._send(200, {"results": results, "model": model})
 
-        def _send(self, status: int, payload: Any, content_type: str = "application/json"):
+        def _send(
+            self,
+            status: int,
+            payload: Any,
+            content_type: str = "application/json",
+            headers: dict[str, str] | None = None,
+        ):
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
 
-        def _stream(self, model: str) -> None:
+        def _stream(self, model: str, choices: int) -> None:
+            """The reply word by word; with `n` above 1, each choice's chunks interleaved
+            (each chunk carries one choice, by its index, as OpenAI streams them)."""
             self.send_response(200)
+            for name, value in RATE_HEADERS.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             words = upstream.reply.split(" ")
-            self.wfile.write(chunk(model, {"role": "assistant", "content": ""}))
+            for number in range(choices):
+                self.wfile.write(chunk(model, {"role": "assistant", "content": ""}, index=number))
             for index, word in enumerate(words):
                 self.wfile.flush()
                 time.sleep(upstream.chunk_delay)
                 text = word if index == 0 else f" {word}"
-                self.wfile.write(chunk(model, {"content": text}))
-            self.wfile.write(chunk(model, {}, "stop"))
+                for number in range(choices):
+                    self.wfile.write(chunk(model, {"content": text}, index=number))
+            for number in range(choices):
+                self.wfile.write(chunk(model, {}, "stop", index=number))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
 

@@ -130,6 +130,33 @@ def test_upstream_errors_come_back_with_their_status_and_message(client):
         client.chat.completions.create(model="fake/fail-500", messages=USER)
 
 
+def test_the_providers_limits_reach_the_client(client, gateway, key):
+    with pytest.raises(openai.RateLimitError) as caught:
+        client.chat.completions.create(model="fake/fail-429", messages=USER)
+    headers = caught.value.response.headers
+    assert headers["retry-after"] == "7"
+    assert headers["x-ratelimit-remaining-requests"] == "0"
+    assert headers["x-ratelimit-reset-requests"] == "7s"
+    answer = client.chat.completions.with_raw_response.create(model="fake/m", messages=USER)
+    assert answer.headers["x-ratelimit-limit-requests"] == "500"
+    streamed = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        json={"model": "fake/m", "messages": USER, "stream": True},
+        headers={"Authorization": f"Bearer {key[1]}"},
+    )
+    assert streamed.headers["x-ratelimit-remaining-requests"] == "499"
+
+
+def test_a_provider_refusing_our_key_is_a_502_not_the_clients_401(client):
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model="fake/fail-401", messages=USER)
+    assert caught.value.status_code == 502
+    assert not isinstance(caught.value, openai.AuthenticationError)
+    assert "Provider fake refused the gateway's API key for it (401" in caught.value.message
+    assert "Incorrect API key provided" in caught.value.message
+    assert caught.value.code == "upstream_auth"
+
+
 def test_a_refused_connection_is_a_502(client, svc):
     svc.providers.save("down", {"base_url": "http://127.0.0.1:1/v1"})
     with pytest.raises(openai.APIStatusError) as caught:
@@ -281,6 +308,20 @@ def test_facts_are_extracted_from_a_streamed_reply(client, upstream, svc, key, m
     memories = eventually(lambda: memories_of(svc, key[0].id))
     assert [m.key for m in memories] == ["decision:postgres_for_storage"]
     assert memories[0].type == "episodic"
+
+
+def test_a_stream_of_two_choices_extracts_choice_zero_once(client, upstream, svc, key, memory_on):
+    upstream.reply = "Noted. I prefer TypeScript."
+    stream = client.chat.completions.create(
+        model="fake/m", messages=[{"role": "user", "content": "Hi"}], stream=True, n=2
+    )
+    texts = {0: "", 1: ""}
+    for part in stream:
+        for choice in part.choices:
+            texts[choice.index] += choice.delta.content or ""
+    assert texts == {0: "Noted. I prefer TypeScript.", 1: "Noted. I prefer TypeScript."}
+    memories = eventually(lambda: memories_of(svc, key[0].id))
+    assert [m.content for m in memories] == ["I prefer TypeScript"]
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,8 @@ def reply_text(payload: Any) -> str:
 
 
 class StreamedReply:
-    """Collects the assistant's text from SSE chunks as they pass through."""
+    """Collects the assistant's text from SSE chunks as they pass through: choice 0's only
+    (with `n` above 1 each chunk carries one choice, by its index)."""
 
     def __init__(self) -> None:
         self._buffer = b""
@@ -56,8 +57,9 @@ class StreamedReply:
             return
         data = line[len(b"data:") :].strip()
         try:
-            delta = json.loads(data)["choices"][0]["delta"]
-        except (ValueError, KeyError, IndexError, TypeError):
+            choices = json.loads(data)["choices"]
+            delta = next(c["delta"] for c in choices if c.get("index", 0) == 0)
+        except (ValueError, KeyError, TypeError, AttributeError, StopIteration):
             return
         text = content_text(delta.get("content")) if isinstance(delta, dict) else ""
         if text:

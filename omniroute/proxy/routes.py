@@ -15,7 +15,13 @@ from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .conversation import StreamedReply, reply_text
 from .pipeline import MemoryTurn
-from .upstream import UpstreamFailure, error_body, open_chat_completion
+from .upstream import (
+    UpstreamFailure,
+    error_body,
+    open_chat_completion,
+    refused_our_key,
+    relayed_headers,
+)
 
 blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
 GATEWAY_SECURITY = [{"gatewayKey": []}]
@@ -101,7 +107,7 @@ class ChatCompletions(MethodView):
             upstream = open_chat_completion(svc.provider_client, provider, forwarded)
         except UpstreamFailure as exc:
             abort(exc.status, message=exc.message, code="upstream_unavailable")
-        headers = {INJECTED_HEADER: str(len(turn.injected))}
+        headers = {INJECTED_HEADER: str(len(turn.injected)), **relayed_headers(upstream)}
         if 300 <= upstream.status_code < 400:  # never followed, and never passed on
             location = upstream.headers.get("location", "")
             upstream.close()
@@ -116,9 +122,10 @@ class ChatCompletions(MethodView):
                 payload = error_body(provider, upstream)
             finally:
                 upstream.close()
-            return Response(
-                json.dumps(payload), upstream.status_code, headers, mimetype="application/json"
-            )
+            status = upstream.status_code
+            if status in (401, 403):
+                payload, status = refused_our_key(provider, payload, status), 502
+            return Response(json.dumps(payload), status, headers, mimetype="application/json")
         if body.get("stream") is True:
             return Response(
                 stream_with_context(_relay(upstream, turn)),

@@ -37,6 +37,35 @@ def open_chat_completion(
         raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
 
 
+# The provider's word on its limits, passed on to the client (the SDK's retries read them).
+RELAYED_HEADERS = ("retry-after", "retry-after-ms")
+RELAYED_PREFIX = "x-ratelimit-"
+
+
+def relayed_headers(response: httpx.Response) -> dict[str, str]:
+    """The upstream's Retry-After and x-ratelimit-* headers, to answer the client with."""
+    return {
+        name: value
+        for name, value in response.headers.items()
+        if name.lower() in RELAYED_HEADERS or name.lower().startswith(RELAYED_PREFIX)
+    }
+
+
+def refused_our_key(provider: Provider, payload: dict[str, Any], status: int) -> dict[str, Any]:
+    """A 401 or 403 from the provider refuses the gateway's key for it, not the client's: the
+    client gets a 502 that says so (a 401 would make it doubt its own gateway key)."""
+    words = payload["error"].get("message", "")
+    return {
+        "error": {
+            "message": f"Provider {provider.id} refused the gateway's API key for it ({status}: "
+            f"{words}); an admin must fix the provider's apiKey.",
+            "type": "upstream_error",
+            "code": "upstream_auth",
+            "details": [],
+        }
+    }
+
+
 def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:
     """The upstream's own OpenAI-style error when it sent one, else one that quotes it."""
     raw = response.read()

@@ -2,6 +2,8 @@ import re
 
 import pytest
 
+from omniroute.api.operation_ids import OPERATION_IDS, OperationIds, UnnamedOperation
+
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
 
 
@@ -22,6 +24,19 @@ def operations(spec):
 def test_every_operation_has_a_summary(spec):
     missing = [f"{m.upper()} {p}" for p, m, op in operations(spec) if not op.get("summary")]
     assert missing == []
+
+
+def test_every_operation_has_a_unique_readable_operation_id(spec):
+    ids = [op.get("operationId") for _, _, op in operations(spec)]
+    assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)+", name or "") for name in ids), ids
+    assert len(set(ids)) == len(ids)
+    stale = set(OPERATION_IDS.values()) - set(ids)
+    assert stale == set(), "names in operation_ids.py for routes that are gone"
+
+
+def test_a_route_without_an_operation_id_fails_loudly():
+    with pytest.raises(UnnamedOperation, match="GET /api/new has no operationId"):
+        OperationIds().operation_helper(path="/api/new", operations={"get": {}})
 
 
 def test_the_spec_covers_every_route_of_the_api(spec, app):

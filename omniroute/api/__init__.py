@@ -8,6 +8,7 @@ from flask_smorest import Api
 
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
+from .operation_ids import OperationIds
 from . import (
     engine,
     health,
@@ -69,6 +70,7 @@ def init_app(app: Flask) -> OmniApi:
         },
     )
     api = OmniApi(app)
+    api.spec.plugins.append(OperationIds())  # before any path is added
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
     modules = (engine, memory_transfer, memory_life, memories, keys, providers, settings, qdrant)

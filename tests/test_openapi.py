@@ -63,6 +63,27 @@ def test_errors_are_documented_in_the_one_error_shape(spec):
     assert set(schema["properties"]) == {"error"}
 
 
+def test_every_error_a_route_can_answer_is_declared_in_the_error_shape(spec):
+    for path, method, operation in operations(spec):
+        responses = operation["responses"]
+        expected = {"401", "429", "503"} if path.startswith(("/api/", "/v1/")) else set()
+        if path.startswith("/api/"):
+            expected.add("403")
+        if "{" in path and path.startswith("/api/"):
+            expected.add("404")
+        if method in ("post", "put") and path.startswith(("/api/", "/v1/")):
+            expected |= {"400", "413"}
+        assert expected <= set(responses), f"{method.upper()} {path}: {expected - set(responses)}"
+        for code, response in responses.items():
+            if code.startswith(("4", "5")):
+                name = response["$ref"].rsplit("/", 1)[1]
+                content = spec["components"]["responses"][name]["content"]
+                assert content["application/json"]["schema"]["$ref"].endswith("/Error"), code
+    assert "409" in spec["paths"]["/api/memory"]["post"]["responses"]
+    assert "409" not in spec["paths"]["/api/keys"]["post"]["responses"]
+    assert "504" in spec["paths"]["/v1/chat/completions"]["post"]["responses"]
+
+
 def test_the_docs_page_loads_its_assets_from_this_server(client):
     page = client.get("/docs")
     assert page.status_code == 200

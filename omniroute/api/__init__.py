@@ -8,7 +8,6 @@ from flask_smorest import Api
 
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
-from .operation_ids import OperationIds
 from . import (
     engine,
     health,
@@ -20,6 +19,8 @@ from . import (
     qdrant,
     settings,
 )
+from .operation_ids import OperationIds
+from .spec_errors import ErrorResponses, register_error_responses
 
 DOCS_ASSETS_URL = "/docs/assets/"
 
@@ -70,7 +71,8 @@ def init_app(app: Flask) -> OmniApi:
         },
     )
     api = OmniApi(app)
-    api.spec.plugins.append(OperationIds())  # before any path is added
+    api.spec.plugins.extend([OperationIds(), ErrorResponses()])  # before any path is added
+    register_error_responses(api.spec)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
     modules = (engine, memory_transfer, memory_life, memories, keys, providers, settings, qdrant)

@@ -1,0 +1,80 @@
+"""Every error an operation can answer, declared in the spec with the one error shape.
+
+The admin API's guard, the guess brake, the body limit and a locked database answer on every
+/api route alike, so those are declared once here by rule rather than route by route:
+
+- every /api operation: 401 (no credentials), 403 (wrong ones, or no CSRF token with a
+  session), 429 (the guess brake, with Retry-After), 503 (the database stayed locked);
+- one that takes a body: 413 (over MAX_BODY_BYTES) and 400 (not JSON);
+- one with an id in its path: 404; the upserts and renames that can meet another's key: 409;
+- /v1: 400, 401, 413, 429 and 502/503/504 (the provider failed, or could not be reached in
+  time). The probes: /readyz's 503.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apispec import APISpec, BasePlugin
+
+ERRORS = {
+    400: ("BAD_REQUEST", "The body is not JSON, or (on /v1) a field is wrong; `details` name it."),
+    401: ("UNAUTHORIZED", "No credentials, or (on /v1) no valid gateway key."),
+    403: ("FORBIDDEN", "Wrong admin token, or a session's change without its CSRF token."),
+    404: ("NOT_FOUND", "No such item."),
+    409: ("CONFLICT", "Another memory of the key has this `key` (or the item exists)."),
+    413: ("PAYLOAD_TOO_LARGE", "The body is larger than MAX_BODY_BYTES."),
+    429: ("TOO_MANY_REQUESTS", "Too many wrong tokens from this address, or the provider's "
+          "rate limit; see Retry-After."),
+    502: ("BAD_GATEWAY", "The provider failed: unreachable, a redirect, or our key refused."),
+    503: ("SERVICE_UNAVAILABLE", "The database stayed locked by other writers; try again."),
+    504: ("GATEWAY_TIMEOUT", "The provider did not answer in time."),
+}  # fmt: skip
+CONFLICTS = {
+    ("post", "/api/memory"),
+    ("put", "/api/memory/{memory_id}"),
+    ("post", "/api/providers"),
+}
+WITH_BODY = {"post", "put", "patch"}
+
+
+def register_error_responses(spec: APISpec) -> None:
+    """The error responses as components, each of the shared Error schema."""
+    for name, description in ERRORS.values():
+        spec.components.response(
+            name,
+            {
+                "description": description,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            },
+        )
+
+
+def codes_for(method: str, path: str) -> list[int]:
+    if path.startswith("/v1/"):
+        codes = [401, 429, 502, 503, 504]
+        return [400, 413, *codes] if method in WITH_BODY else codes
+    if not path.startswith("/api/"):
+        return [503] if path == "/readyz" else []
+    codes = [401, 403, 429, 503]
+    if method in WITH_BODY:
+        codes += [400, 413]
+    if "{" in path:
+        codes.append(404)
+    if (method, path) in CONFLICTS:
+        codes.append(409)
+    return sorted(codes)
+
+
+class ErrorResponses(BasePlugin):
+    def operation_helper(
+        self, path: str | None = None, operations: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        for method, operation in (operations or {}).items():
+            if not isinstance(operation, dict) or path is None:
+                continue
+            responses = operation.setdefault("responses", {})
+            for code in codes_for(method, path):
+                responses.setdefault(
+                    str(code), {"$ref": f"#/components/responses/{ERRORS[code][0]}"}
+                )

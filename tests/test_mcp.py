@@ -10,10 +10,13 @@ from pathlib import Path
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
+import omniroute
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import ADMIN_TOKEN, environment
 from tests.mcp_client import call, http_session
@@ -146,6 +149,80 @@ def test_clear_older_than_finds_old_memories_behind_many_new_ones(
     run(work)
     left = svc.memories.find(MemoryFilter(api_key_id=alice_id), limit=1000)
     assert len(left) == 500 and all(m.key.startswith("new") for m in left)
+
+
+def test_an_agent_gets_updates_and_deletes_a_memory_by_its_key(gateway, keys, gateway_app):
+    alice_id, secret = keys["alice"]
+    svc = gateway_app.extensions["omniroute"]
+    svc.memories.create(api_key_id=keys["bob"][0], key="preference:editor", content="Bob's")
+
+    async def work():
+        async with http_session(gateway.url, secret) as session:
+            await call(session, "omniroute_memory_add", key="preference:editor", content="Vim")
+            _, got = await call(session, "omniroute_memory_get", key="preference:editor")
+            assert got["data"]["memory"]["content"] == "Vim"
+            _, fixed = await call(
+                session, "omniroute_memory_update", key="preference:editor", content="Helix"
+            )
+            assert fixed["data"]["memory"]["content"] == "Helix"
+            _, renamed = await call(
+                session, "omniroute_memory_update", key="preference:editor",
+                newKey="preference:text_editor",
+            )  # fmt: skip
+            assert renamed["data"]["memory"]["key"] == "preference:text_editor"
+            error, text = await call(session, "omniroute_memory_get", key="preference:editor")
+            assert error and "No memory has the key 'preference:editor'" in text
+            error, text = await call(session, "omniroute_memory_get")
+            assert error and "id or its key" in text
+            error, text = await call(session, "omniroute_memory_get", id="x", key="y")
+            assert error and "id or its key" in text
+            _, done = await call(session, "omniroute_memory_delete", key="preference:text_editor")
+            assert done["data"]["message"] == "Memory preference:text_editor deleted."
+
+    run(work)
+    assert svc.memories.find(MemoryFilter(api_key_id=alice_id)) == []
+    bobs = svc.memories.find(MemoryFilter(api_key_id=keys["bob"][0]))
+    assert [m.content for m in bobs] == ["Bob's"], "a key reaches only its own"
+
+
+def test_the_tools_describe_themselves_and_the_server_its_version(gateway, keys):
+    async def work():
+        async with http_session(gateway.url, keys["alice"][1]) as session:
+            return {tool.name: tool for tool in (await session.list_tools()).tools}
+
+    tools = run(work)
+    hints = {
+        name: (t.annotations.read_only_hint, t.annotations.destructive_hint)
+        for name, t in tools.items()
+    }
+    assert hints["omniroute_memory_search"][0] is True
+    assert hints["omniroute_memory_get"][0] is True
+    assert hints["omniroute_memory_delete"][1] is True
+    assert hints["omniroute_memory_clear"][1] is True
+    assert hints["omniroute_memory_add"][1] is False
+    assert all(tool.title for tool in tools.values())
+    assert "EVERY memory" in tools["omniroute_memory_clear"].description
+    for tool in tools.values():
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{tool.name}.{name}"
+    key = tools["omniroute_memory_add"].input_schema["properties"]["key"]["description"]
+    assert "category:subject" in key
+
+
+def test_the_server_reports_its_version(gateway, keys):
+    async def work():
+        async with httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {keys['alice'][1]}"}
+        ) as http:
+            async with streamable_http_client(f"{gateway.url}/mcp", http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    return await session.initialize()
+
+    result = run(work)
+    assert result.server_info.name == "omniroute-memory"
+    assert result.server_info.version == omniroute.__version__
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert f'version = "{omniroute.__version__}"' in pyproject
 
 
 def test_one_key_cannot_reach_another_keys_memories(gateway, keys, gateway_app):

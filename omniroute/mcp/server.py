@@ -14,8 +14,10 @@ import anyio
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from .. import __version__
 from ..clock import to_iso
 from ..memory import bulk
 from ..memory.budget import within_budget
@@ -26,9 +28,33 @@ from ..services import Services
 from ..text_rules import UnstorableText
 from .auth import Caller, GatewayTokenVerifier, current_caller
 
-MemoryType = Literal["factual", "episodic", "procedural", "semantic"]
+_TYPES = Literal["factual", "episodic", "procedural", "semantic"]
+_TYPE_WORDS = (
+    "factual: a stable fact or preference; episodic: a decision at a moment; "
+    "procedural: how something is done; semantic: a summary or general knowledge."
+)
+MemoryType = Annotated[_TYPES, Field(description=_TYPE_WORDS)]
+MaybeType = Annotated[_TYPES | None, Field(description=f"Only this type. {_TYPE_WORDS}")]
 ApiKeyId = Annotated[
-    str | None, Field(description="The key whose memories to use; leave out to use your own.")
+    str | None,
+    Field(description="The gateway key whose memories to use; leave out to use your own."),
+]
+MemoryKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        description="What the memory is about, as `category:subject`, e.g. `preference:editor` "
+        "or `decision:database`; one key holds one memory, so reusing it updates that memory.",
+    ),
+]
+MemoryId = Annotated[str | None, Field(description="The memory's id (from search or add).")]
+KeyRef = Annotated[
+    str | None,
+    Field(description="The memory's key, `category:subject`: give it instead of the id."),
+]
+Content = Annotated[
+    str, Field(min_length=1, max_length=65_536, description="The fact itself, one sentence.")
 ]
 _DUMP = MemorySchema()
 
@@ -47,6 +73,8 @@ def build_server(
     """The MCP server for one app: `config` is the app's (for the admin token)."""
     server = MCPServer(
         "omniroute-memory",
+        title="OmniRoute Memory",
+        version=__version__,
         instructions="Search, add, correct and clear the memories of your OmniRoute key.",
         token_verifier=GatewayTokenVerifier(
             config["OMNIROUTE_ADMIN_TOKEN"], svc.keys, svc.guess_brake
@@ -70,13 +98,33 @@ def build_server(
             raise ToolError(f"Memory {memory_id} not found.")
         return memory
 
-    @server.tool(name="omniroute_memory_search")
+    def referred(caller: Caller, memory_id: str | None, key: str | None, api_key_id: str | None):
+        """The memory an id or a key (of the caller's, or the named key's) refers to."""
+        if (memory_id is None) == (key is None):
+            raise ToolError("Give the memory's id or its key (one of them).")
+        if memory_id is not None:
+            return owned(caller, memory_id)
+        memory = svc.memories.get_by_key(caller.owner(api_key_id), key)
+        if memory is None:
+            raise ToolError(f"No memory has the key {key!r}.")
+        return memory
+
+    @server.tool(
+        name="omniroute_memory_search",
+        title="Search memories",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
     async def search(
         apiKeyId: ApiKeyId = None,
-        query: str | None = None,
-        type: MemoryType | None = None,
-        maxTokens: Annotated[int, Field(ge=1, le=8000)] | None = None,
-        limit: Annotated[int, Field(ge=1, le=100)] | None = None,
+        query: Annotated[
+            str | None,
+            Field(description="What you want to recall, in plain words; leave out for the newest."),
+        ] = None,
+        type: MaybeType = None,
+        maxTokens: Annotated[
+            int | None, Field(ge=1, le=8000, description="Token budget of the answer.")
+        ] = None,
+        limit: Annotated[int | None, Field(ge=1, le=100, description="At most this many.")] = None,
     ) -> dict[str, Any]:
         """Find the memories that matter for a query (the gateway's own retrieval), or the
         newest ones without a query. The type filter and the limit apply before the budget."""
@@ -105,14 +153,22 @@ def build_server(
             },
         }
 
-    @server.tool(name="omniroute_memory_add")
+    @server.tool(
+        name="omniroute_memory_add",
+        title="Remember a fact",
+        annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False),
+    )
     async def add(
-        key: Annotated[str, Field(min_length=1, max_length=256)],
-        content: Annotated[str, Field(min_length=1, max_length=65_536)],
+        key: MemoryKey,
+        content: Content,
         type: MemoryType = "factual",
         apiKeyId: ApiKeyId = None,
-        sessionId: str = "",
-        metadata: dict[str, Any] | None = None,
+        sessionId: Annotated[
+            str, Field(description="A conversation to tie it to; empty: the whole key.")
+        ] = "",
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Any JSON object to keep with it.")
+        ] = None,
     ) -> dict[str, Any]:
         """Remember a fact; a key the owner already uses is updated (metadata merged)."""
         owner = current_caller(stdio_caller).owner(apiKeyId)
@@ -131,29 +187,50 @@ def build_server(
         message = "Memory created." if created else "Memory with this key updated."
         return {"success": True, "data": {"memory": _memory(memory), "message": message}}
 
-    @server.tool(name="omniroute_memory_get")
-    async def get(id: str) -> dict[str, Any]:
-        """Read one memory by id."""
+    @server.tool(
+        name="omniroute_memory_get",
+        title="Read a memory",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    async def get(
+        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
+    ) -> dict[str, Any]:
+        """Read one memory, by its id or its key."""
         caller = current_caller(stdio_caller)
-        memory = await run(lambda: owned(caller, id))
+        memory = await run(lambda: referred(caller, id, key, apiKeyId))
         return {"success": True, "data": {"memory": _memory(memory)}}
 
-    @server.tool(name="omniroute_memory_update")
+    @server.tool(
+        name="omniroute_memory_update",
+        title="Correct a memory",
+        annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False),
+    )
     async def update(
-        id: str,
-        content: Annotated[str, Field(min_length=1, max_length=65_536)] | None = None,
-        key: Annotated[str, Field(min_length=1, max_length=256)] | None = None,
-        type: MemoryType | None = None,
-        metadata: dict[str, Any] | None = None,
-        expiresAt: datetime | None = None,
+        id: MemoryId = None,
+        key: KeyRef = None,
+        apiKeyId: ApiKeyId = None,
+        content: Annotated[
+            str | None, Field(min_length=1, max_length=65_536, description="The new text.")
+        ] = None,
+        newKey: Annotated[
+            str | None,
+            Field(min_length=1, max_length=256, description="A new key, `category:subject`."),
+        ] = None,
+        type: Annotated[_TYPES | None, Field(description=f"The new type. {_TYPE_WORDS}")] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Replaces the memory's metadata.")
+        ] = None,
+        expiresAt: Annotated[
+            datetime | None, Field(description="ISO-8601: when to forget it.")
+        ] = None,
     ) -> dict[str, Any]:
-        """Correct a memory: only the fields given change (metadata is replaced)."""
+        """Correct a memory, found by its id or its key: only the fields given change."""
         caller = current_caller(stdio_caller)
         changes = {
             name: value
             for name, value in {
                 "content": content,
-                "key": key,
+                "key": newKey,
                 "type": type,
                 "metadata": metadata,
             }.items()
@@ -165,33 +242,49 @@ def build_server(
             raise ToolError("Give at least one field to change.")
 
         def work():
-            owned(caller, id)
-            return svc.memories.update(id, **changes)
+            return svc.memories.update(referred(caller, id, key, apiKeyId).id, **changes)
 
         try:
             memory = await run(work)
         except (MemoryNotFound, KeyConflict) as exc:
-            raise ToolError(str(exc) or f"Memory {id} not found.") from None
+            raise ToolError(str(exc) or "Memory not found.") from None
         return {"success": True, "data": {"memory": _memory(memory)}}
 
-    @server.tool(name="omniroute_memory_delete")
-    async def delete(id: str) -> dict[str, Any]:
-        """Forget one memory by id."""
+    @server.tool(
+        name="omniroute_memory_delete",
+        title="Forget a memory",
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+    )
+    async def delete(
+        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
+    ) -> dict[str, Any]:
+        """Forget one memory, by its id or its key."""
         caller = current_caller(stdio_caller)
-        await run(lambda: owned(caller, id) and svc.memories.delete(id))
-        return {"success": True, "data": {"message": f"Memory {id} deleted."}}
 
-    @server.tool(name="omniroute_memory_clear")
+        def work():
+            memory = referred(caller, id, key, apiKeyId)
+            svc.memories.delete(memory.id)
+            return memory
+
+        memory = await run(work)
+        return {"success": True, "data": {"message": f"Memory {memory.key} deleted."}}
+
+    @server.tool(
+        name="omniroute_memory_clear",
+        title="Forget many memories",
+        annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
+    )
     async def clear(
         apiKeyId: ApiKeyId = None,
-        type: MemoryType | None = None,
+        type: MaybeType = None,
         sessionId: Annotated[str | None, Field(description="Only this session's.")] = None,
         olderThan: Annotated[
             datetime | None, Field(description="ISO-8601: only memories created before it.")
         ] = None,
         dryRun: Annotated[bool, Field(description="Count what would go; delete nothing.")] = False,
     ) -> dict[str, Any]:
-        """Forget every memory of the key that matches (all of them, not only the first 50)."""
+        """Forget every memory of the key that matches the filters, all of them. With no
+        filter it deletes EVERY memory of the key: try dryRun first."""
         owner = current_caller(stdio_caller).owner(apiKeyId)
         doomed = MemoryFilter(
             api_key_id=owner,

@@ -246,6 +246,12 @@ class MemoryStore:
             self._cache[memory_id] = memory
         return memory
 
+    def get_by_key(self, api_key_id: str, key: str) -> Memory | None:
+        """The owner's live memory with this key, or None."""
+        with self.db.read() as conn:
+            memory = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
+        return None if memory is None or memory.is_expired(self.now()) else memory
+
     def find(
         self,
         filters: MemoryFilter,

@@ -64,7 +64,8 @@ def test_text_no_database_can_store_is_a_tool_error_and_nothing_is_stored(
     assert gateway_app.extensions["omniroute"].memories.find(_filter(alice_id)) == []
 
 
-def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys):
+def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys, gateway_app):
+    svc = gateway_app.extensions["omniroute"]
     alice_id, secret = keys["alice"]
 
     async def work():
@@ -73,10 +74,18 @@ def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys):
             error, added = await call(
                 session, "omniroute_memory_add", key="pref:lang", content="I prefer TypeScript"
             )
-            assert not error and added["data"]["memory"]["apiKeyId"] == alice_id
+            assert not error and set(added["data"]["memory"]) == {
+                "id",
+                "key",
+                "content",
+                "type",
+                "updatedAt",
+            }, "compact: no bookkeeping fields"
             memory_id = added["data"]["memory"]["id"]
+            assert svc.memories.get(memory_id).api_key_id == alice_id
             _, found = await call(session, "omniroute_memory_search", query="TypeScript")
             assert [m["id"] for m in found["data"]["memories"]] == [memory_id]
+            assert "score" in found["data"]["memories"][0], "the relevance of a search hit"
             _, newest = await call(session, "omniroute_memory_search")
             assert newest["data"]["count"] == 1
             _, got = await call(session, "omniroute_memory_get", id=memory_id)
@@ -248,7 +257,7 @@ def test_one_key_cannot_reach_another_keys_memories(gateway, keys, gateway_app):
     assert svc.memories.get(memory.id).content == "Alice's secret"
 
 
-def test_the_admin_names_the_key_it_acts_on(gateway, keys):
+def test_the_admin_names_the_key_it_acts_on(gateway, keys, gateway_app):
     alice_id, _ = keys["alice"]
 
     async def work():
@@ -258,9 +267,11 @@ def test_the_admin_names_the_key_it_acts_on(gateway, keys):
             error, added = await call(
                 session, "omniroute_memory_add", apiKeyId=alice_id, key="k", content="hello"
             )
-            assert not error and added["data"]["memory"]["apiKeyId"] == alice_id
+            assert not error
+            return added["data"]["memory"]["id"]
 
-    run(work)
+    memory_id = run(work)
+    assert gateway_app.extensions["omniroute"].memories.get(memory_id).api_key_id == alice_id
 
 
 @pytest.mark.parametrize(
@@ -278,6 +289,7 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(gateway, keys, tool, a
         async with http_session(gateway.url, keys["alice"][1]) as session:
             error, text = await call(session, tool, **arguments)
             assert error and field in text
+            assert "pydantic" not in text and "validation error for" not in text, text
             assert not (await call(session, "omniroute_memory_search"))[0], "still serving"
 
     run(work)
@@ -313,7 +325,7 @@ def test_stdio_acts_as_the_key_in_its_environment(gateway_app, tmp_path, keys, d
                 await session.initialize()
                 assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
                 _, added = await call(session, "omniroute_memory_add", key="k", content="via stdio")
-                assert added["data"]["memory"]["apiKeyId"] == alice_id
+                assert added["data"]["memory"]["content"] == "via stdio"
                 error, _ = await call(session, "omniroute_memory_search", apiKeyId=keys["bob"][0])
                 assert error
 

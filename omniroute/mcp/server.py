@@ -15,14 +15,13 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .. import __version__
 from ..clock import to_iso
 from ..memory import bulk
 from ..memory.budget import within_budget
 from ..memory.model import MemoryFilter, estimate_tokens
-from ..memory.schemas import MemorySchema
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..services import Services
 from ..text_rules import UnstorableText
@@ -56,11 +55,47 @@ KeyRef = Annotated[
 Content = Annotated[
     str, Field(min_length=1, max_length=65_536, description="The fact itself, one sentence.")
 ]
-_DUMP = MemorySchema()
 
 
-def _memory(memory) -> dict[str, Any]:
-    return _DUMP.dump(memory)
+def _memory(memory, score: float | None = None) -> dict[str, Any]:
+    """What an agent needs of a memory, no bookkeeping: id, key, content, type, when it last
+    changed, and its session, expiry and relevance score when it has them."""
+    compact = {
+        "id": memory.id,
+        "key": memory.key,
+        "content": memory.content,
+        "type": memory.type,
+        "updatedAt": memory.updated_at,
+    }
+    if memory.session_id:
+        compact["sessionId"] = memory.session_id
+    if memory.expires_at:
+        compact["expiresAt"] = memory.expires_at
+    if score is not None:
+        compact["score"] = round(score, 4)
+    return compact
+
+
+class MemoryServer(MCPServer):
+    """MCPServer whose argument errors read as one plain sentence per field
+    ("type: Input should be 'factual', ..."), not pydantic's dump with a link."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(plain_errors(exc.__cause__)) from None
+            raise
+
+
+def plain_errors(error: ValidationError) -> str:
+    """`field: message` for each problem, joined into sentences."""
+    parts = []
+    for problem in error.errors(include_url=False):
+        field = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        parts.append(f"{field}: {problem['msg'].rstrip('.')}.")
+    return " ".join(parts)
 
 
 def build_server(
@@ -71,7 +106,7 @@ def build_server(
     stdio_caller: Caller | None = None,
 ) -> MCPServer:
     """The MCP server for one app: `config` is the app's (for the admin token)."""
-    server = MCPServer(
+    server = MemoryServer(
         "omniroute-memory",
         title="OmniRoute Memory",
         version=__version__,
@@ -133,21 +168,23 @@ def build_server(
         def work():
             settings = svc.memory_settings.get()
             budget = maxTokens or settings["maxTokens"] or 2000
+            scores: dict[str, float] = {}
             if query and query.strip():
                 # The same retriever, with the same settings, as the proxy.
                 ranking = svc.retriever.rank(api_key_id=owner, query=query, settings=settings)
                 found = [item.memory for item in ranking.items]
+                scores = {item.memory.id: item.score for item in ranking.items}
             else:
                 found = svc.memories.find(MemoryFilter(api_key_id=owner), limit=100)
             if type:
                 found = [memory for memory in found if memory.type == type]
-            return within_budget(found[: limit or 100], budget)
+            return within_budget(found[: limit or 100], budget), scores
 
-        memories = await run(work)
+        memories, scores = await run(work)
         return {
             "success": True,
             "data": {
-                "memories": [_memory(m) for m in memories],
+                "memories": [_memory(m, scores.get(m.id)) for m in memories],
                 "count": len(memories),
                 "totalTokens": sum(estimate_tokens(m.content) for m in memories),
             },

@@ -15,7 +15,7 @@ from . import api, auth, cli, errors, headers, home, json_edge, migrate, studio
 from .config import database_url, load_settings
 from .db import Database
 from .providers.schemas import seed_providers
-from .proxy import routes as gateway
+from .proxy import blueprint, passthrough, routes  # noqa: F401 (routes and passthrough fill blueprint.blp)
 from .services import Services
 
 PACKAGE = "omniroute"
@@ -50,7 +50,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     headers.init_app(app)
     rest = api.init_app(app)  # its admin guard runs first: strangers learn nothing of bodies
     json_edge.init_app(app)
-    rest.register_blueprint(gateway.blp)  # /v1, in the same OpenAPI spec
+    rest.register_blueprint(blueprint.blp)  # /v1 (routes, passthrough), in the same spec
     if app.config["OMNIROUTE_PROVIDERS"]:
         with app.app_context():  # the URL guard reads the app's settings
             seed_providers(svc.providers, app.config["OMNIROUTE_PROVIDERS"])

@@ -370,3 +370,30 @@ def test_one_keys_memories_never_reach_another_keys_requests(sdk, upstream, svc,
     ]
     drained(svc)
     assert memories_of(svc, other.id) == []
+
+
+# -- the OpenAI surface without memory --------------------------------------------------
+
+
+def test_embeddings_pass_through_to_the_provider(client, upstream):
+    answer = client.embeddings.create(model="fake/embed-1", input=["tea", "coffee"])
+    assert [len(item.embedding) for item in answer.data] == [8, 8]
+    sent = upstream.requests[-1]
+    assert sent["path"] == "/v1/embeddings"
+    assert (sent["body"]["model"], sent["body"]["input"]) == ("embed-1", ["tea", "coffee"])
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.embeddings.create(model="fake/fail-401", input="tea")
+    assert caught.value.status_code == 502 and caught.value.code == "upstream_auth"
+    with pytest.raises(openai.RateLimitError):
+        client.embeddings.create(model="fake/fail-429", input="tea")
+    with pytest.raises(openai.BadRequestError, match="input"):
+        client.embeddings.create(model="fake/embed-1", input=[])
+
+
+def test_a_model_is_described_as_the_list_names_it(client, svc):
+    assert client.models.retrieve("fake/m").id == "fake/m"
+    assert client.models.retrieve("fake/m").owned_by == "fake"
+    with pytest.raises(openai.NotFoundError, match="does not exist"):
+        client.models.retrieve("fake/nope")
+    listed = [model.id for model in client.models.list()]
+    assert "fake/m" in listed

@@ -54,6 +54,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/readyz"): "getReadiness",
     ("post", "/v1/chat/completions"): "createChatCompletion",
     ("get", "/v1/models"): "listModels",
+    ("get", "/v1/models/{model_id}"): "getModel",
+    ("post", "/v1/embeddings"): "createEmbeddings",
 }
 METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})
 

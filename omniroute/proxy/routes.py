@@ -1,4 +1,4 @@
-"""/v1: the OpenAI-compatible endpoints, authenticated by a gateway key (sk-omr-...)."""
+"""/v1/chat/completions with memory, and /v1/models (the blueprint: blueprint.py)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,17 @@ import json
 from typing import Any
 
 import marshmallow as ma
-from flask import Response, current_app, g, request, stream_with_context
+from flask import Response, g, request, stream_with_context
 from flask.views import MethodView
-from flask_smorest import Blueprint, abort
+from flask_smorest import abort
 
-from ..auth import bearer_token
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
+from .blueprint import GATEWAY_SECURITY, bad_field, blp
 from .conversation import StreamedReply, reply_text
 from .pipeline import MemoryTurn
-from .upstream import (
-    UpstreamFailure,
-    error_body,
-    open_chat_completion,
-    refused_our_key,
-    relayed_headers,
-)
+from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
 
-blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
-GATEWAY_SECURITY = [{"gatewayKey": []}]
 INJECTED_HEADER = "x-omniroute-memories"
 # The completion is the provider's own body, relayed as it comes.
 COMPLETION_RESPONSE = {
@@ -51,35 +43,17 @@ class ModelListSchema(ma.Schema):
     data = ma.fields.List(ma.fields.Nested(ModelSchema))
 
 
-@blp.before_request
-def _authenticate() -> None:
-    request.max_content_length = current_app.config["MAX_CHAT_BODY_BYTES"]
-    token = bearer_token()
-    key = services().keys.authenticate(token) if token else None
-    if key is None:
-        abort(
-            401,
-            message="Invalid or missing API key: send 'Authorization: Bearer sk-omr-...'.",
-            code="invalid_api_key",
-        )
-    g.api_key = key
-
-
-def _bad_field(field: str, message: str):
-    abort(400, message=message, errors={"json": {field: [message]}})
-
-
 def _read_body() -> dict[str, Any]:
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        _bad_field("body", "The body must be a JSON object.")
+        bad_field("body", "The body must be a JSON object.")
     if not isinstance(body.get("model"), str) or not body["model"].strip():
-        _bad_field("model", "model is required: a string such as 'provider/model'.")
+        bad_field("model", "model is required: a string such as 'provider/model'.")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        _bad_field("messages", "messages is required: a non-empty list of messages.")
+        bad_field("messages", "messages is required: a non-empty list of messages.")
     if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-        _bad_field("messages", "Every message must be an object with a role.")
+        bad_field("messages", "Every message must be an object with a role.")
     return body
 
 
@@ -100,32 +74,17 @@ class ChatCompletions(MethodView):
         try:
             provider, model = resolve_model(svc.providers, body["model"])
         except UnknownProvider as exc:
-            _bad_field("model", str(exc))
+            bad_field("model", str(exc))
         turn = MemoryTurn.begin(svc, request, g.api_key.id, body)
         forwarded = turn.apply(svc, {**body, "model": model}, provider, model)
         try:
-            upstream = open_chat_completion(svc.provider_client, provider, forwarded)
+            upstream = open_upstream(svc.provider_client, provider, "/chat/completions", forwarded)
         except UpstreamFailure as exc:
             abort(exc.status, message=exc.message, code="upstream_unavailable")
         headers = {INJECTED_HEADER: str(len(turn.injected)), **relayed_headers(upstream)}
-        if 300 <= upstream.status_code < 400:  # never followed, and never passed on
-            location = upstream.headers.get("location", "")
-            upstream.close()
-            abort(
-                502,
-                message=f"Provider {provider.id} answered {upstream.status_code} (a redirect to "
-                f"{location or 'nowhere'}), which the gateway does not follow: fix its baseUrl.",
-                code="upstream_redirect",
-            )
-        if upstream.status_code >= 400:
-            try:
-                payload = error_body(provider, upstream)
-            finally:
-                upstream.close()
-            status = upstream.status_code
-            if status in (401, 403):
-                payload, status = refused_our_key(provider, payload, status), 502
-            return Response(json.dumps(payload), status, headers, mimetype="application/json")
+        refused = refusal(provider, upstream, headers)
+        if refused is not None:
+            return refused
         if body.get("stream") is True:
             return Response(
                 stream_with_context(_relay(upstream, turn)),
@@ -171,13 +130,18 @@ class Models(MethodView):
     def get(self):
         """List every provider's models as `provider/model` (OpenAI format)"""
         models = [
-            {
-                "id": f"{provider.id}/{model}",
-                "object": "model",
-                "created": 0,
-                "owned_by": provider.id,
-            }
+            model_entry(provider, model)
             for provider in services().providers.list_providers()
             for model in provider.models
         ]
         return {"object": "list", "data": models}
+
+
+def model_entry(provider, model: str) -> dict:
+    """A model as OpenAI describes one, named `provider/model`."""
+    return {
+        "id": f"{provider.id}/{model}",
+        "object": "model",
+        "created": 0,
+        "owned_by": provider.id,
+    }

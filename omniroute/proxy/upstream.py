@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import httpx
+from flask import Response
+from flask_smorest import abort
 
 from ..providers.client import TIMEOUT, ProviderClient, ProviderError
 from ..providers.registry import Provider
@@ -20,19 +22,17 @@ class UpstreamFailure(Exception):
         self.message = message
 
 
-def open_chat_completion(
-    client: ProviderClient, provider: Provider, body: dict[str, Any]
+def open_upstream(
+    client: ProviderClient, provider: Provider, path: str, body: dict[str, Any]
 ) -> httpx.Response:
-    """POST the body to the provider and return the response with its body still unread.
+    """POST the body to the provider's `path` and return the response, its body unread.
 
     The caller must close the response. A refused URL or connection raises
     UpstreamFailure(502), a timeout UpstreamFailure(504); an upstream error status is
     returned, not raised. The bytes are relayed as they come, so they are asked for unencoded.
     """
     try:
-        return client.open(
-            provider, "/chat/completions", body, headers={"Accept-Encoding": "identity"}
-        )
+        return client.open(provider, path, body, headers={"Accept-Encoding": "identity"})
     except ProviderError as exc:
         raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
 
@@ -64,6 +64,31 @@ def refused_our_key(provider: Provider, payload: dict[str, Any], status: int) ->
             "details": [],
         }
     }
+
+
+def refusal(provider: Provider, upstream: httpx.Response, headers: dict[str, str]):
+    """The answer to give when the provider did not succeed (None when it did): a redirect is
+    a 502 (never followed), our key refused a 502 that says so, any other error the
+    provider's own status and words. Closes the upstream response when it answers."""
+    status = upstream.status_code
+    if 300 <= status < 400:
+        location = upstream.headers.get("location", "")
+        upstream.close()
+        abort(
+            502,
+            message=f"Provider {provider.id} answered {status} (a redirect to "
+            f"{location or 'nowhere'}), which the gateway does not follow: fix its baseUrl.",
+            code="upstream_redirect",
+        )
+    if status < 400:
+        return None
+    try:
+        payload = error_body(provider, upstream)
+    finally:
+        upstream.close()
+    if status in (401, 403):
+        payload, status = refused_our_key(provider, payload, status), 502
+    return Response(json.dumps(payload), status, headers, mimetype="application/json")
 
 
 def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:

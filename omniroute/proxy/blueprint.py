@@ -1,0 +1,31 @@
+"""The /v1 blueprint: the OpenAI-compatible endpoints, each authenticated by a gateway key
+(routes.py: chat with memory; passthrough.py: embeddings and models, without)."""
+
+from __future__ import annotations
+
+from flask import current_app, g, request
+from flask_smorest import Blueprint, abort
+
+from ..auth import bearer_token
+from ..services import services
+
+blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
+GATEWAY_SECURITY = [{"gatewayKey": []}]
+
+
+@blp.before_request
+def _authenticate() -> None:
+    request.max_content_length = current_app.config["MAX_CHAT_BODY_BYTES"]
+    token = bearer_token()
+    key = services().keys.authenticate(token) if token else None
+    if key is None:
+        abort(
+            401,
+            message="Invalid or missing API key: send 'Authorization: Bearer sk-omr-...'.",
+            code="invalid_api_key",
+        )
+    g.api_key = key
+
+
+def bad_field(field: str, message: str):
+    abort(400, message=message, errors={"json": {field: [message]}})

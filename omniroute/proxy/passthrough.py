@@ -1,0 +1,76 @@
+"""/v1/embeddings and /v1/models/{model}: the OpenAI surface without memory.
+
+Embeddings go to the provider as they came (the model made bare), and its answer (status,
+body, rate-limit headers) comes back as it is; a provider's failure is answered as chat's
+is. A model is described from the registry, as /v1/models lists it.
+"""
+
+from __future__ import annotations
+
+from flask import Response, request
+from flask.views import MethodView
+from flask_smorest import abort
+
+from ..providers.registry import UnknownProvider, resolve_model
+from ..services import services
+from .blueprint import GATEWAY_SECURITY, bad_field, blp
+from .routes import ModelSchema, model_entry
+from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
+
+EMBEDDINGS_RESPONSE = {
+    "200": {
+        "description": "The provider's embeddings (OpenAI format), relayed as they come.",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+
+
+@blp.route("/embeddings")
+class Embeddings(MethodView):
+    @blp.doc(security=GATEWAY_SECURITY, responses=EMBEDDINGS_RESPONSE)
+    def post(self):
+        """Create embeddings (OpenAI format) with a provider's model; no memory involved"""
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            bad_field("body", "The body must be a JSON object.")
+        if not isinstance(body.get("model"), str) or not body["model"].strip():
+            bad_field("model", "model is required: a string such as 'provider/model'.")
+        if not isinstance(body.get("input"), str | list) or not body["input"]:
+            bad_field("input", "input is required: a string or a list of them.")
+        svc = services()
+        try:
+            provider, model = resolve_model(svc.providers, body["model"])
+        except UnknownProvider as exc:
+            bad_field("model", str(exc))
+        try:
+            upstream = open_upstream(
+                svc.provider_client, provider, "/embeddings", {**body, "model": model}
+            )
+        except UpstreamFailure as exc:
+            abort(exc.status, message=exc.message, code="upstream_unavailable")
+        headers = relayed_headers(upstream)
+        refused = refusal(provider, upstream, headers)
+        if refused is not None:
+            return refused
+        try:
+            raw = upstream.read()
+        finally:
+            upstream.close()
+        content_type = upstream.headers.get("content-type", "application/json")
+        return Response(raw, upstream.status_code, headers, content_type=content_type)
+
+
+@blp.route("/models/<path:model_id>")
+class ModelItem(MethodView):
+    @blp.doc(security=GATEWAY_SECURITY)
+    @blp.response(200, ModelSchema)
+    def get(self, model_id):
+        """Describe one model, `provider/model` (OpenAI format)"""
+        svc = services()
+        for provider in svc.providers.list_providers():
+            for model in provider.models:
+                if model_id in (f"{provider.id}/{model}", model) and (
+                    "/" in model_id or provider.id == svc.providers.default_id()
+                ):
+                    return model_entry(provider, model)
+        abort(404, message=f"The model {model_id!r} does not exist.", code="model_not_found")

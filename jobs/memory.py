@@ -17,6 +17,7 @@ from omniroute.memory.embedding.static_model import (
     default_static_path,
 )
 from omniroute.memory.extraction import store_facts
+from omniroute.metrics import counted
 from omniroute.services import services
 
 from . import request_backfill
@@ -24,6 +25,7 @@ from . import request_backfill
 log = logging.getLogger(__name__)
 
 
+@counted("extract-facts")
 def extract_facts(entry_id: str, *text_job: str) -> int:
     """Store the facts of one extraction outbox row, and delete the row; return how many.
 
@@ -49,6 +51,7 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
     return count
 
 
+@counted("backfill-vectors")
 def backfill_vectors() -> int:
     """Embed every memory that still needs a vector; return how many got one."""
     progress = services().backfill.run()
@@ -60,6 +63,7 @@ def backfill_vectors() -> int:
     return progress.processed
 
 
+@counted("sync-qdrant")
 def sync_qdrant() -> int:
     """Write to Qdrant what the outbox holds (a backfill too); return the points changed.
 
@@ -85,6 +89,7 @@ def _report(summary: str, news: int, reason: str | None) -> None:
     )
 
 
+@counted("build-static-model")
 def build_static_model() -> str | None:
     """Distill the default static embedding model, keep it in the database for every process,
     then embed the memories with it. A model another process built is restored instead."""

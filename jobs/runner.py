@@ -9,6 +9,7 @@ from typing import Any
 from flask import current_app
 from rq.utils import import_attribute
 
+from omniroute.metrics import JOBS
 from omniroute.periodic_runs import Claim
 from omniroute.services import services
 
@@ -30,13 +31,16 @@ def run_periodic(job_id: str, force: bool = False) -> dict[str, Any]:
     )
     if not isinstance(claim, Claim):
         log.debug("periodic job %s skipped: %s", job_id, claim)
+        JOBS.labels(job_id, "skipped").inc()
         return {"skipped": claim}
     try:
         result = import_attribute(job.task)()
     except Exception as exc:
         runs.finish(claim, error=f"{type(exc).__name__}: {exc}")
+        JOBS.labels(job_id, "failed").inc()
         raise
     runs.finish(claim, result=result)
+    JOBS.labels(job_id, "ok").inc()
     news = any(isinstance(value, int) and value for value in result.values())
     log.log(logging.INFO if news else logging.DEBUG, "periodic job %s: %s", job_id, result)
     return result

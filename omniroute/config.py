@@ -251,6 +251,13 @@ SETTINGS: tuple[Setting, ...] = (
         _positive_int,
     ),
     Setting(
+        "METRICS_TOKEN",
+        None,
+        "A bearer token that may read `/metrics` (for a Prometheus scraper) besides the admin "
+        "token. Unset: only the admin token.",
+        _optional,
+    ),
+    Setting(
         "MEMORY_TYPED_DECAY_ENABLED",
         False,
         "Typed decay: episodic memories lose weight in ranking with age (half at "

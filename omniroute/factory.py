@@ -11,7 +11,7 @@ from flask import Flask
 
 from jobs import request_backfill
 
-from . import api, auth, cli, errors, headers, home, json_edge, migrate, studio
+from . import api, auth, cli, errors, headers, home, json_edge, migrate, observe, studio
 from .config import database_url, load_settings
 from .db import Database
 from .providers.schemas import seed_providers
@@ -55,6 +55,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         with app.app_context():  # the URL guard reads the app's settings
             seed_providers(svc.providers, app.config["OMNIROUTE_PROVIDERS"])
     app.register_blueprint(home.bp)
+    observe.init_app(app)
     studio.init_app(app)
     cli.init_app(app)
     request_backfill(svc.jobs)  # whatever an earlier run left without a vector

@@ -32,6 +32,7 @@ LAYERS = {
     "omniroute.mcp": 3,
     "omniroute.cli": 3,
     "omniroute.home": 3,
+    "omniroute.observe": 3,
     "jobs.memory": 3,
     "jobs.periodic": 3,
     "omniroute.cli_life": 3,
@@ -49,6 +50,7 @@ FACES = (
     "omniroute.mcp",
     "omniroute.cli",
     "omniroute.home",
+    "omniroute.observe",
     "jobs.memory",
     "jobs.periodic",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ from flask import Request
 from jobs import request_extraction, request_extraction_of_text
 
 from ..memory.budget import within_budget
+from ..metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from ..providers.registry import Provider
 from ..services import Services
 from .conversation import last_user_text
@@ -53,15 +55,20 @@ class MemoryTurn:
         """Return the body to forward: with the relevant memories injected, if any."""
         if not self.enabled:
             return body
+        started = time.perf_counter()
         ranking = svc.retriever.rank(
             api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
         )
+        RETRIEVAL_LATENCY.labels(
+            ranking.strategy_used, "yes" if ranking.fallback_reason else "no"
+        ).observe(time.perf_counter() - started)
         memories = within_budget(
             [item.memory for item in ranking.items], self.settings["maxTokens"]
         )
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
+        MEMORIES_INJECTED.inc(len(memories))
         svc.access.record(self.injected)
         return inject(
             body,

@@ -9,6 +9,7 @@ import httpx
 from flask import Response
 from flask_smorest import abort
 
+from ..metrics import UPSTREAM_ERRORS
 from ..providers.client import TIMEOUT, ProviderClient, ProviderError
 from ..providers.registry import Provider
 
@@ -34,6 +35,7 @@ def open_upstream(
     try:
         return client.open(provider, path, body, headers={"Accept-Encoding": "identity"})
     except ProviderError as exc:
+        UPSTREAM_ERRORS.labels(provider.id, exc.kind).inc()
         raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
 
 
@@ -82,6 +84,7 @@ def refusal(provider: Provider, upstream: httpx.Response, headers: dict[str, str
         )
     if status < 400:
         return None
+    UPSTREAM_ERRORS.labels(provider.id, str(status)).inc()
     try:
         payload = error_body(provider, upstream)
     finally:

@@ -86,6 +86,12 @@ class EmbeddingSources:
         configured = self._config.get("MEMORY_STATIC_MODEL")
         return Path(configured) if configured else default_static_path(self._config["DATA_DIR"])
 
+    def cache_stats(self) -> dict[str, int]:
+        """Hits and misses of every embedder's cache in this process, summed."""
+        with self._lock:
+            stats = [embedder.stats() for embedder in self._instances.values()]
+        return {name: sum(s[name] for s in stats) for name in ("hits", "misses")}
+
     def _cached(self, key: tuple, build: Callable[[], Embedder]) -> CachedEmbedder:
         with self._lock:
             if key not in self._instances:

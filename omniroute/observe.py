@@ -1,0 +1,56 @@
+"""Request metrics for every response, and GET /metrics (Prometheus text).
+
+/metrics is never public by accident: it takes the admin token (or a studio session), or the
+`METRICS_TOKEN` a scraper is given instead, as `Authorization: Bearer`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+
+from flask import Blueprint, Flask, Response, current_app, g, request
+
+from .auth import bearer_token, require_admin
+from .metrics import EMBEDDING_CACHE, HTTP_LATENCY, HTTP_REQUESTS, QUEUE_DEPTH, exposition
+from .services import services
+
+bp = Blueprint("observe", __name__)
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(_started)
+    app.after_request(_counted)
+    app.register_blueprint(bp)
+
+
+def _started() -> None:
+    g.started = time.perf_counter()
+
+
+def _counted(response: Response) -> Response:
+    # The rule, not the path: /api/memory/<memory_id> is one series, and unknown paths one.
+    route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    HTTP_REQUESTS.labels(route, request.method, str(response.status_code)).inc()
+    started = g.get("started")
+    if started is not None:
+        HTTP_LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
+    return response
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    """The gateway's metrics in Prometheus text format."""
+    token = bearer_token()
+    scraper = current_app.config["METRICS_TOKEN"]
+    if not (token and scraper and hmac.compare_digest(token.encode(), scraper.encode())):
+        require_admin()
+    svc = services()
+    queued = svc.jobs.status().get("queued") or {}
+    for queue, depth in queued.items():
+        QUEUE_DEPTH.labels(queue).set(depth)
+    QUEUE_DEPTH.labels("extraction-outbox").set(svc.outbox.pending())
+    for result, count in svc.embeddings.cache_stats().items():
+        EMBEDDING_CACHE.labels(result).set(count)
+    body, content_type = exposition()
+    return Response(body, 200, content_type=content_type)

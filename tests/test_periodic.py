@@ -146,6 +146,7 @@ def test_with_redis_the_web_thread_leaves_all_but_the_outbox_sweep_to_the_clock(
 
 
 def test_flask_jobs_list_and_run(app):
+    app.extensions["omniroute"].scheduler.stop()  # no run of its own beside this test's
     runner = CliRunner()
     with app.app_context():
         result = runner.invoke(app.cli, ["jobs", "run", "retention-sweep"])
@@ -158,6 +159,7 @@ def test_flask_jobs_list_and_run(app):
 
 
 def test_api_jobs_lists_runs_and_refuses_unknown_ids(client, svc):
+    svc.scheduler.stop()  # no run of its own beside this test's
     response = client.post("/api/jobs/retention-sweep/run", headers=ADMIN)
     assert response.status_code == 200
     assert response.json["status"] == "ok" and response.json["skipped"] is None
@@ -169,13 +171,15 @@ def test_api_jobs_lists_runs_and_refuses_unknown_ids(client, svc):
 
 
 def test_a_forced_run_beside_a_running_one_is_a_skip(client, svc):
-    claim = svc.periodic_runs.claim("summarize", interval=86400, lease_seconds=600)
+    svc.scheduler.stop()  # its own run at start must not race this test's
+    claim = svc.periodic_runs.claim("summarize", interval=86400, lease_seconds=600, force=True)
     response = client.post("/api/jobs/summarize/run", headers=ADMIN)
     assert "holds it" in response.json["skipped"]
     svc.periodic_runs.finish(claim, result={})
 
 
 def test_a_failing_job_is_recorded_as_failed(client, svc, monkeypatch):
+    svc.scheduler.stop()  # no run of its own beside this test's
     def boom():
         raise RuntimeError("disk full")
 
@@ -187,6 +191,7 @@ def test_a_failing_job_is_recorded_as_failed(client, svc, monkeypatch):
 
 
 def test_overdue_means_not_started_for_two_intervals(app, svc):
+    svc.scheduler.stop()  # no run of its own beside this test's
     with app.app_context():
         claim = svc.periodic_runs.claim("summarize", interval=86400, lease_seconds=600, force=True)
         svc.periodic_runs.finish(claim, result={})

@@ -248,6 +248,7 @@ def test_compaction_shortens_the_oldest_until_the_key_fits(client, svc):
 
 @pytest.mark.both_stores
 def test_auto_summarize_runs_only_when_switched_on(svc, app):
+    svc.scheduler.stop()  # the app's own summarise run at start must not race this test's
     seed(svc, "alice", "I like tea.", "I use Vim.")
     with app.app_context():
         assert svc.summarizer.auto() == {"off": "the autoSummarize setting is off"}
@@ -258,6 +259,7 @@ def test_auto_summarize_runs_only_when_switched_on(svc, app):
 
 
 def test_auto_summarize_compacts_keys_over_the_budget(svc):
+    svc.scheduler.stop()  # the app's own summarise run at start must not race this test's
     svc.memory_settings.update(
         {"autoSummarize": True, "autoSummarizeDays": 365, "summarizeBudgetTokens": 20}
     )

@@ -180,6 +180,7 @@ def test_a_forced_run_beside_a_running_one_is_a_skip(client, svc):
 
 def test_a_failing_job_is_recorded_as_failed(client, svc, monkeypatch):
     svc.scheduler.stop()  # no run of its own beside this test's
+
     def boom():
         raise RuntimeError("disk full")
 

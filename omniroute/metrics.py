@@ -8,7 +8,6 @@ exposition sums every process's files; otherwise it is this process's registry.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -77,9 +76,10 @@ def counted(job: str) -> Callable[[F], F]:
     return wrap
 
 
-def exposition() -> tuple[bytes, str]:
-    """The metrics as Prometheus text, and its content type."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+def exposition(multiprocess_dir: str | None) -> tuple[bytes, str]:
+    """The metrics as Prometheus text, and its content type (summed over the processes that
+    share `multiprocess_dir`, the PROMETHEUS_MULTIPROC_DIR setting, when there is one)."""
+    if multiprocess_dir:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:

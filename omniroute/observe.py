@@ -9,19 +9,27 @@ from __future__ import annotations
 import hmac
 import time
 
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, g, request
+from flask.views import MethodView
+from flask_smorest import Api, Blueprint
 
 from .auth import bearer_token, require_admin
 from .metrics import EMBEDDING_CACHE, HTTP_LATENCY, HTTP_REQUESTS, QUEUE_DEPTH, exposition
 from .services import services
 
-bp = Blueprint("observe", __name__)
+blp = Blueprint("observe", __name__, description="Metrics")
+METRICS_RESPONSE = {
+    "200": {
+        "description": "Prometheus text exposition format 0.0.4.",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    }
+}
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, rest: Api) -> None:
     app.before_request(_started)
     app.after_request(_counted)
-    app.register_blueprint(bp)
+    rest.register_blueprint(blp)  # in the OpenAPI spec
 
 
 def _started() -> None:
@@ -38,19 +46,24 @@ def _counted(response: Response) -> Response:
     return response
 
 
-@bp.get("/metrics")
-def metrics() -> Response:
-    """The gateway's metrics in Prometheus text format."""
-    token = bearer_token()
-    scraper = current_app.config["METRICS_TOKEN"]
-    if not (token and scraper and hmac.compare_digest(token.encode(), scraper.encode())):
-        require_admin()
-    svc = services()
-    queued = svc.jobs.status().get("queued") or {}
-    for queue, depth in queued.items():
-        QUEUE_DEPTH.labels(queue).set(depth)
-    QUEUE_DEPTH.labels("extraction-outbox").set(svc.outbox.pending())
-    for result, count in svc.embeddings.cache_stats().items():
-        EMBEDDING_CACHE.labels(result).set(count)
-    body, content_type = exposition()
-    return Response(body, 200, content_type=content_type)
+@blp.route("/metrics")
+class Metrics(MethodView):
+    @blp.doc(responses=METRICS_RESPONSE)
+    def get(self):
+        """The gateway's metrics in Prometheus text format
+
+        Takes the admin token (or a studio session), or `METRICS_TOKEN` as a bearer token.
+        """
+        token = bearer_token()
+        scraper = current_app.config["METRICS_TOKEN"]
+        if not (token and scraper and hmac.compare_digest(token.encode(), scraper.encode())):
+            require_admin()
+        svc = services()
+        queued = svc.jobs.status().get("queued") or {}
+        for queue, depth in queued.items():
+            QUEUE_DEPTH.labels(queue).set(depth)
+        QUEUE_DEPTH.labels("extraction-outbox").set(svc.outbox.pending())
+        for result, count in svc.embeddings.cache_stats().items():
+            EMBEDDING_CACHE.labels(result).set(count)
+        body, content_type = exposition(current_app.config["PROMETHEUS_MULTIPROC_DIR"])
+        return Response(body, 200, content_type=content_type)

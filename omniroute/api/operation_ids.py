@@ -52,6 +52,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/api/settings/qdrant/embedding-models"): "listQdrantEmbeddingModels",
     ("get", "/healthz"): "getLiveness",
     ("get", "/readyz"): "getReadiness",
+    ("get", "/metrics"): "getMetrics",
     ("post", "/v1/chat/completions"): "createChatCompletion",
     ("get", "/v1/models"): "listModels",
     ("get", "/v1/models/{model_id}"): "getModel",

@@ -8,7 +8,7 @@ The admin API's guard, the guess brake, the body limit and a locked database ans
 - one that takes a body: 413 (over MAX_BODY_BYTES) and 400 (not JSON);
 - one with an id in its path: 404; the upserts and renames that can meet another's key: 409;
 - /v1: 400, 401, 413, 429 and 502/503/504 (the provider failed, or could not be reached in
-  time). The probes: /readyz's 503.
+  time). The probes: /readyz's 503; /metrics: 401, 403 and 429, as the admin API's.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def codes_for(method: str, path: str) -> list[int]:
     if path.startswith("/v1/"):
         codes = [401, 429, 502, 503, 504]
         return [400, 413, *codes] if method in WITH_BODY else codes
+    if path == "/metrics":
+        return [401, 403, 429]
     if not path.startswith("/api/"):
         return [503] if path == "/readyz" else []
     codes = [401, 403, 429, 503]

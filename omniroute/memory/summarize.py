@@ -181,8 +181,7 @@ class Summarizer:
             ]
             if not unchanged:
                 return
-            for memory_id in unchanged:
-                self.store.delete_row(conn, by_id[memory_id], now, "summarized")
+            self.store.delete_rows(conn, [by_id[mid] for mid in unchanged], now, "summarized")
             summary, _ = self.store.create(
                 api_key_id=owner,
                 key=f"{SUMMARY_KEY_PREFIX}{now}_{uuid.uuid4().hex[:8]}",

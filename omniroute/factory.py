@@ -15,7 +15,7 @@ from . import api, auth, cli, errors, headers, home, json_edge, migrate, observe
 from .config import database_url, load_settings
 from .db import Database
 from .providers.schemas import seed_providers
-from .proxy import blueprint, passthrough, routes  # noqa: F401 (routes and passthrough fill blueprint.blp)
+from .proxy import blueprint, passthrough, responses, routes  # noqa: F401 (they fill blueprint.blp)
 from .services import Services
 
 PACKAGE = "omniroute"

@@ -1,11 +1,13 @@
 """A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
-It answers POST /v1/chat/completions, /v1/embeddings (deterministic 8-dimensional vectors)
-and /v1/rerank (documents in reverse order), records every request it receives, and behaves
-by the requested model: `slow` waits `slow_seconds` before answering; `fail-429` (with
-Retry-After and x-ratelimit-* headers), `fail-500` and `fail-401` answer with those errors.
-With `"stream": true` it sends the reply as SSE chunks, one word each (each of `n` choices
-in turn), `chunk_delay` seconds apart, ending with `data: [DONE]`.
+It answers POST /v1/chat/completions, /v1/responses, /v1/embeddings (deterministic
+8-dimensional vectors) and /v1/rerank (documents in reverse order), records every request it
+receives, and behaves by the requested model: `slow` waits `slow_seconds` before answering;
+`fail-429` (with Retry-After and x-ratelimit-* headers), `fail-500` and `fail-401` answer
+with those errors. With `"stream": true` chat sends the reply as SSE chunks, one word each
+(each of `n` choices in turn), `chunk_delay` seconds apart, ending with `data: [DONE]`;
+Responses sends its events, a text delta per word, ending with `response.completed` (or, for
+the model `cut-off`, with `response.failed`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,33 @@ def completion(model: str, text: str) -> dict[str, Any]:
     }
 
 
+def response_object(model: str, text: str, status: str = "completed") -> dict[str, Any]:
+    """A Responses API answer: one assistant message with one output_text part."""
+    message = {
+        "type": "message",
+        "id": "msg-fake",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    return {
+        "id": "resp-fake",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": status,
+        "model": model,
+        "output": [message] if text else [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+
+
+def event(payload: dict[str, Any]) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
 EMBEDDING_DIMENSIONS = 8
 
 
@@ -114,7 +143,7 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self.end_headers()
             if self.path == "/v1/text":
                 return self._send(200, b"not json", "text/plain")
-            if self.path != "/v1/chat/completions":
+            if self.path not in ("/v1/chat/completions", "/v1/responses"):
                 return self._send(404, {"error": {"message": "no such route"}})
             if model == "slow":
                 time.sleep(upstream.slow_seconds)
@@ -128,6 +157,10 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._send(401, {"error": {"message": "Incorrect API key provided"}})
             if model == "fail-500":
                 return self._send(500, b"upstream exploded", "text/plain")
+            if self.path == "/v1/responses":
+                if body.get("stream"):
+                    return self._stream_response(model)
+                return self._send(200, response_object(model, upstream.reply))
             if body.get("stream"):
                 return self._stream(model, body.get("n") or 1)
             return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
@@ -194,6 +227,31 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             for number in range(choices):
                 self.wfile.write(chunk(model, {}, "stop", index=number))
             self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+        def _stream_response(self, model: str) -> None:
+            """The Responses API's events for one message, a text delta per word."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            place = {"item_id": "msg-fake", "output_index": 0, "content_index": 0}
+            self.wfile.write(
+                event({"type": "response.created", "response": response_object(model, "")})
+            )
+            words = upstream.reply.split(" ")
+            for index, word in enumerate(words):
+                delta = word if index == 0 else f" {word}"
+                self.wfile.write(
+                    event({"type": "response.output_text.delta", "delta": delta, **place})
+                )
+                self.wfile.flush()
+                time.sleep(upstream.chunk_delay)
+            if model == "cut-off":
+                failed = response_object(model, "", status="failed")
+                self.wfile.write(event({"type": "response.failed", "response": failed}))
+            else:
+                done = response_object(model, upstream.reply)
+                self.wfile.write(event({"type": "response.completed", "response": done}))
             self.wfile.flush()
 
     return Handler

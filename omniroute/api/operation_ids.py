@@ -54,6 +54,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/readyz"): "getReadiness",
     ("get", "/metrics"): "getMetrics",
     ("post", "/v1/chat/completions"): "createChatCompletion",
+    ("post", "/v1/responses"): "createResponse",
     ("get", "/v1/models"): "listModels",
     ("get", "/v1/models/{model_id}"): "getModel",
     ("post", "/v1/embeddings"): "createEmbeddings",

@@ -1,4 +1,4 @@
-"""Putting memories into a chat request: the framing, and where the message goes.
+"""Putting memories into a request: the framing, and where the message goes.
 
 Placement (REFERENCE section 8, newest rules):
 1. xiaomi-mimo, a strict provider: merged into the first system message, or a new one at 0;
@@ -7,6 +7,8 @@ Placement (REFERENCE section 8, newest rules):
 3. when any `cache_control` appears in the body, the message goes just before the last user
    message, so the cached prefix stays byte-identical;
 4. otherwise it goes first, at index 0.
+A Responses request gets the same message in its `input` (the reference injects nothing
+there); rule 1 does not apply, as its `instructions` belong to the client.
 
 Stored memories are a prompt-injection path, so the text says they are data, not
 instructions, and each memory is a quoted JSON string: a newline, role marker or code fence
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..memory.model import Memory
@@ -42,6 +45,11 @@ def neutralise(text: str) -> str:
     return text.replace("```", "'''")
 
 
+# Puts a memory text into a request body: (body, text, provider_id=, model=,
+# supports_system_role=) -> the body to forward.
+Placement = Callable[..., dict[str, Any]]
+
+
 def render(memories: list[Memory]) -> str:
     lines = [HEADER]
     for memory in memories:
@@ -58,7 +66,8 @@ def uses_system_role(provider_id: str, model: str, supports_system_role: bool) -
 
 
 def has_cache_control(body: dict[str, Any]) -> bool:
-    return any(_mentions_cache_control(body.get(part)) for part in ("system", "tools", "messages"))
+    parts = ("system", "tools", "messages", "input")
+    return any(_mentions_cache_control(body.get(part)) for part in parts)
 
 
 def _mentions_cache_control(value: Any) -> bool:
@@ -92,6 +101,30 @@ def inject(
     else:
         messages.insert(0, message)
     return {**body, "messages": messages}
+
+
+def inject_into_input(
+    body: dict[str, Any],
+    memory_text: str,
+    *,
+    provider_id: str,
+    model: str,
+    supports_system_role: bool = True,
+) -> dict[str, Any]:
+    """Return a copy of a Responses request whose `input` carries `memory_text`.
+
+    The memory becomes an input message of its own (never part of `instructions`, which
+    the client owns), placed as in chat: first, or just before the last user message when
+    the body uses `cache_control`. A string input becomes the memory and a user message.
+    """
+    role = "system" if uses_system_role(provider_id, model, supports_system_role) else "user"
+    message = {"role": role, "content": memory_text}
+    given = body.get("input")
+    if isinstance(given, str):
+        return {**body, "input": [message, {"role": "user", "content": given}]}
+    items = list(given or [])
+    items.insert(_last_user_index(items) if has_cache_control(body) else 0, message)
+    return {**body, "input": items}
 
 
 def _prepend(text: str, content: Any) -> Any:

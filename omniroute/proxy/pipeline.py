@@ -16,8 +16,7 @@ from ..memory.budget import within_budget
 from ..metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from ..providers.registry import Provider
 from ..services import Services
-from .conversation import last_user_text
-from .injection import inject, render
+from .injection import Placement, inject, render
 
 log = logging.getLogger(__name__)
 
@@ -39,20 +38,27 @@ class MemoryTurn:
     settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def begin(cls, svc: Services, request: Request, api_key_id: str, body: dict) -> MemoryTurn:
+    def begin(
+        cls, svc: Services, request: Request, api_key_id: str, user_text: str
+    ) -> MemoryTurn:
+        """`user_text` is what the user asked in this request: the query, and the text that
+        extraction reads besides the reply."""
         settings = svc.memory_settings.get()
         opted_out = request.headers.get(NO_MEMORY_HEADER, "").strip().lower() in OPT_OUT_VALUES
         session_id = request.headers.get(SESSION_HEADER, "").strip() or f"req-{uuid.uuid4()}"
         enabled = settings["enabled"] and settings["maxTokens"] > 0 and not opted_out
-        turn = cls(enabled, api_key_id, session_id, settings=settings)
-        if enabled:
-            turn.user_text = last_user_text(body["messages"])
-        return turn
+        return cls(enabled, api_key_id, session_id, user_text if enabled else "", settings=settings)
 
     def apply(
-        self, svc: Services, body: dict[str, Any], provider: Provider, model: str
+        self,
+        svc: Services,
+        body: dict[str, Any],
+        provider: Provider,
+        model: str,
+        place: Placement = inject,
     ) -> dict[str, Any]:
-        """Return the body to forward: with the relevant memories injected, if any."""
+        """Return the body to forward: with the relevant memories put in by `place` (chat's
+        messages by default, a Responses request's input), if any."""
         if not self.enabled:
             return body
         started = time.perf_counter()
@@ -70,7 +76,7 @@ class MemoryTurn:
         self.injected = [memory.id for memory in memories]
         MEMORIES_INJECTED.inc(len(memories))
         svc.access.record(self.injected)
-        return inject(
+        return place(
             body,
             render(memories),
             provider_id=provider.id,

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import marshmallow as ma
-from flask import Response, g, request, stream_with_context
+from flask import request
 from flask.views import MethodView
-from flask_smorest import abort
 
-from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .blueprint import GATEWAY_SECURITY, bad_field, blp
-from .conversation import StreamedReply, reply_text
-from .pipeline import MemoryTurn
-from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
+from .conversation import last_user_text
+from .forward import CHAT, forward_with_memory
 
-INJECTED_HEADER = "x-omniroute-memories"
 # The completion is the provider's own body, relayed as it comes.
 COMPLETION_RESPONSE = {
     "200": {
@@ -69,58 +64,8 @@ class ChatCompletions(MethodView):
         and `x-omniroute-session-id` names the session. Streams as server-sent events when
         `stream` is true.
         """
-        svc = services()
         body = _read_body()
-        try:
-            provider, model = resolve_model(svc.providers, body["model"])
-        except UnknownProvider as exc:
-            bad_field("model", str(exc))
-        turn = MemoryTurn.begin(svc, request, g.api_key.id, body)
-        forwarded = turn.apply(svc, {**body, "model": model}, provider, model)
-        try:
-            upstream = open_upstream(svc.provider_client, provider, "/chat/completions", forwarded)
-        except UpstreamFailure as exc:
-            abort(exc.status, message=exc.message, code="upstream_unavailable")
-        headers = {INJECTED_HEADER: str(len(turn.injected)), **relayed_headers(upstream)}
-        refused = refusal(provider, upstream, headers)
-        if refused is not None:
-            return refused
-        if body.get("stream") is True:
-            return Response(
-                stream_with_context(_relay(upstream, turn)),
-                upstream.status_code,
-                {**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-                mimetype="text/event-stream",
-            )
-        try:
-            raw = upstream.read()
-        finally:
-            upstream.close()
-        if upstream.status_code == 200:
-            try:
-                turn.finish(svc, reply_text(json.loads(raw)))
-            except ValueError:
-                pass
-        content_type = upstream.headers.get("content-type", "application/json")
-        return Response(raw, upstream.status_code, headers, content_type=content_type)
-
-
-def _relay(upstream, turn: MemoryTurn):
-    """Pass the upstream's SSE bytes on as they arrive; extract once the stream is whole."""
-    svc = services()
-    reply = StreamedReply()
-    try:
-        for chunk in upstream.iter_raw():
-            reply.feed(chunk)
-            yield chunk
-    except Exception as exc:  # the client already has a 200: report in-band, then stop
-        message = {"error": {"message": f"The upstream stream broke: {type(exc).__name__}."}}
-        yield f"data: {json.dumps(message)}\n\n".encode()
-        return
-    finally:
-        upstream.close()
-    if upstream.status_code == 200:
-        turn.finish(svc, reply.text)
+        return forward_with_memory(body, last_user_text(body["messages"]), CHAT)
 
 
 @blp.route("/models")

@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --store postgresql
 	$(BIN)/python bench/proxy_overhead.py --corpus synthetic
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory
+	$(BIN)/python bench/token_count.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -91,6 +91,22 @@ SETTINGS: tuple[Setting, ...] = (
         "LOG_LEVEL", "INFO", "Python log level: DEBUG, INFO, WARNING or ERROR.", values.log_level
     ),
     Setting(
+        "LOG_FORMAT",
+        "auto",
+        "`plain` lines for people, `json` (one object a line: time, level, logger, message, "
+        "request_id, job_id and the request's fields) for log collectors, or `auto`: plain "
+        "on a terminal, JSON otherwise.",
+        values.choice("auto", "plain", "json"),
+    ),
+    Setting(
+        "TOKEN_COUNTER",
+        "auto",
+        "How the memory budget counts tokens: `tiktoken` (cl100k_base, shipped offline; CJK "
+        "text counts as the models see it), `chars` (characters / 4, as the reference "
+        "counts) or `auto` (tiktoken where it loads, else chars).",
+        values.choice("auto", "tiktoken", "chars"),
+    ),
+    Setting(
         "MAX_BODY_BYTES",
         1_048_576,
         "Largest request body accepted on /api and the other routes; larger bodies get 413.",

@@ -11,9 +11,10 @@ from flask import Flask
 
 from jobs import request_backfill
 
-from . import api, auth, cli, errors, headers, home, json_edge, migrate, observe, studio
+from . import api, auth, cli, errors, headers, home, json_edge, logs, migrate, observe, studio
 from .config import database_url, load_settings
 from .db import Database
+from .memory import tokens
 from .providers.schemas import seed_providers
 from .proxy import blueprint, passthrough, responses, routes  # noqa: F401 (they fill blueprint.blp)
 from .services import Services
@@ -32,7 +33,9 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         app.config.from_mapping(test_config)
     app.config["DATABASE_URL"] = database_url(app.config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
-    _configure_logging(app.config["LOG_LEVEL"])
+    # The job functions (jobs/) log what they did, at the same level.
+    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"], (PACKAGE, "jobs"))
+    tokens.use_counter(app.config["TOKEN_COUNTER"])
 
     auth.init_app(app)
     database = Database(
@@ -64,9 +67,3 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         # in a `flask ...` command, which would take them and stop half-way when it exits.
         svc.scheduler.start()
     return app
-
-
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name in (PACKAGE, "jobs"):  # the job functions log what they did, at the same level
-        logging.getLogger(name).setLevel(level)

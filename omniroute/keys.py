@@ -21,6 +21,11 @@ from .db import Database
 from .tables import api_keys
 
 KEY_PREFIX = "sk-omr-"
+# What a key may do with its memories through MCP (reference section 14): `read:memory` for
+# search and get, `write:memory` for add, update, delete and clear. Chat is never limited.
+READ_MEMORY = "read:memory"
+WRITE_MEMORY = "write:memory"
+SCOPES = (READ_MEMORY, WRITE_MEMORY)
 _DISPLAY_CHARS = len(KEY_PREFIX) + 4
 # last_used_at is written at most this often per key, so that a busy key does not turn
 # every proxied request into a database write.
@@ -35,6 +40,19 @@ class ApiKey:
     created_at: str
     last_used_at: str | None = None
     revoked_at: str | None = None
+    scopes: tuple[str, ...] = SCOPES
+
+
+class UnknownScope(ValueError):
+    pass
+
+
+def checked_scopes(scopes) -> tuple[str, ...]:
+    """The scopes in their canonical order; an unknown one is refused (UnknownScope)."""
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown:
+        raise UnknownScope(f"unknown scope {unknown[0]!r}: the scopes are {', '.join(SCOPES)}")
+    return tuple(scope for scope in SCOPES if scope in scopes)
 
 
 def hash_secret(secret: str) -> str:
@@ -47,7 +65,7 @@ class ApiKeyStore:
         self._last_touched: dict[str, float] = {}
         self._touch_lock = threading.Lock()
 
-    def create(self, name: str) -> tuple[ApiKey, str]:
+    def create(self, name: str, scopes=SCOPES) -> tuple[ApiKey, str]:
         """Make a key; return it with its secret, which is never available again."""
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         key = ApiKey(
@@ -55,6 +73,7 @@ class ApiKeyStore:
             name=name,
             prefix=secret[:_DISPLAY_CHARS],
             created_at=now_iso(),
+            scopes=checked_scopes(scopes),
         )
         with self.db.write() as conn:
             conn.execute(
@@ -64,6 +83,7 @@ class ApiKeyStore:
                     prefix=key.prefix,
                     secret_hash=hash_secret(secret),
                     created_at=key.created_at,
+                    scopes=" ".join(key.scopes),
                 )
             )
         return key, secret
@@ -83,6 +103,17 @@ class ApiKeyStore:
         with self.db.read() as conn:
             row = conn.execute(query).mappings().first()
         return _from_row(row) if row is not None else None
+
+    def set_scopes(self, key_id: str, scopes) -> ApiKey | None:
+        """Give an active key these scopes; None when there is no such active key."""
+        chosen = checked_scopes(scopes)
+        with self.db.write() as conn:
+            result = conn.execute(
+                update(api_keys)
+                .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+                .values(scopes=" ".join(chosen))
+            )
+        return self.get(key_id) if result.rowcount == 1 else None
 
     def revoke(self, key_id: str) -> bool:
         """Revoke an active key; False when there is no such active key."""
@@ -127,4 +158,5 @@ class ApiKeyStore:
 
 
 def _from_row(row) -> ApiKey:
-    return ApiKey(**{field.name: row[field.name] for field in fields(ApiKey)})
+    values = {field.name: row[field.name] for field in fields(ApiKey)}
+    return ApiKey(**values | {"scopes": tuple(row["scopes"].split())})

@@ -1,4 +1,5 @@
-"""Request metrics for every response, and GET /metrics (Prometheus text).
+"""What every response leaves behind: its request id, its log line and its metrics; and
+GET /metrics (Prometheus text).
 
 /metrics is never public by accident: it takes the admin token (or a studio session), or the
 `METRICS_TOKEN` a scraper is given instead, as `Authorization: Bearer`.
@@ -14,6 +15,7 @@ from flask.views import MethodView
 from flask_smorest import Api, Blueprint
 
 from .auth import bearer_token, require_admin
+from .logs import REQUEST_ID_HEADER, log_request, request_id_from
 from .metrics import EMBEDDING_CACHE, HTTP_LATENCY, HTTP_REQUESTS, QUEUE_DEPTH, exposition
 from .services import services
 
@@ -34,15 +36,30 @@ def init_app(app: Flask, rest: Api) -> None:
 
 def _started() -> None:
     g.started = time.perf_counter()
+    g.request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
 
 
 def _counted(response: Response) -> Response:
+    """Count, time and log the request (a stream: until its headers go out)."""
     # The rule, not the path: /api/memory/<memory_id> is one series, and unknown paths one.
     route = request.url_rule.rule if request.url_rule is not None else "unmatched"
     HTTP_REQUESTS.labels(route, request.method, str(response.status_code)).inc()
     started = g.get("started")
-    if started is not None:
-        HTTP_LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
+    if started is None:  # a request refused before the app's first hook ran
+        return response
+    HTTP_LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
+    response.headers[REQUEST_ID_HEADER] = g.request_id
+    api_key = g.get("api_key")
+    log_request(
+        request.method,
+        route,
+        response.status_code,
+        started,
+        key_id=api_key.id if api_key is not None else None,
+        provider=g.get("provider"),
+        model=g.get("model"),
+        memories_injected=g.get("memories_injected"),
+    )
     return response
 
 

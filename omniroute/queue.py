@@ -25,6 +25,8 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.utils import import_attribute
 
+from .logs import bound_request_id, current_request_id
+
 log = logging.getLogger(__name__)
 
 RQ_RETRY_INTERVALS = (5, 30, 120)
@@ -68,14 +70,15 @@ class JobQueue:
                     return None
                 self._waiting.add(unique_id)
         job_id = unique_id or uuid.uuid4().hex
+        request_id = current_request_id()  # the job's log lines carry it
         if in_process:
-            self._submit(self._run_here, func, args, job_id)
+            self._submit(self._run_here, func, args, job_id, request_id)
         elif get_current_job() is not None:
             # Inside an RQ job, in the work horse RQ forked for it: the horse exits when the
             # job returns, before a pool thread would hand this on. Hand it on now.
-            self._dispatch(queue_name, func, args, job_id)
+            self._dispatch(queue_name, func, args, job_id, request_id)
         else:
-            self._submit(self._dispatch, queue_name, func, args, job_id)
+            self._submit(self._dispatch, queue_name, func, args, job_id, request_id)
         return job_id
 
     def wait(self, timeout: float | None = None) -> None:
@@ -137,7 +140,12 @@ class JobQueue:
             self._futures.discard(future)
 
     def _dispatch(
-        self, queue_name: str, func: Callable[..., Any] | str, args: tuple, job_id: str
+        self,
+        queue_name: str,
+        func: Callable[..., Any] | str,
+        args: tuple,
+        job_id: str,
+        request_id: str | None,
     ) -> None:
         if self._redis is not None:
             try:
@@ -154,6 +162,7 @@ class JobQueue:
                     retry=Retry(max=len(RQ_RETRY_INTERVALS), interval=list(RQ_RETRY_INTERVALS)),
                     failure_ttl=FAILED_JOB_TTL,
                     result_ttl=RESULT_TTL,
+                    meta={"request_id": request_id} if request_id else None,
                 )
                 log.debug("job %s queued on %s", job_id, queue_name)
                 if unique_id is not None:
@@ -161,7 +170,7 @@ class JobQueue:
                 return
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 log.warning("job %s: Redis unavailable (%s); running it in-process", job_id, exc)
-        self._run_here(func, args, job_id)
+        self._run_here(func, args, job_id, request_id)
 
     def _free_rq_slot(self, unique_id: str) -> str | None:
         """The id to queue a unique job under, or None when a run of it already waits.
@@ -184,13 +193,19 @@ class JobQueue:
         with self._lock:
             self._waiting.discard(job_id)
 
-    def _run_here(self, func: Callable[..., Any] | str, args: tuple, job_id: str) -> None:
+    def _run_here(
+        self,
+        func: Callable[..., Any] | str,
+        args: tuple,
+        job_id: str,
+        request_id: str | None = None,
+    ) -> None:
         self._started(job_id)
         name = func if isinstance(func, str) else func.__name__
         delays = (*LOCAL_RETRY_INTERVALS, None)
         for attempt, delay in enumerate(delays, start=1):
             try:
-                with self._app.app_context():
+                with self._app.app_context(), bound_request_id(request_id):
                     (import_attribute(func) if isinstance(func, str) else func)(*args)
                 return
             except Exception:

@@ -43,6 +43,10 @@ def main() -> None:
         host=app.config["HOST"],
         port=app.config["PORT"],
         log_level=app.config["LOG_LEVEL"].lower(),
+        # uvicorn's lines go through the app's handler (plain or JSON, with request ids);
+        # its access line gives way to the app's own request line, which says more.
+        log_config=None,
+        access_log=False,
         **proxy_options(app.config),
     )
 

@@ -60,6 +60,7 @@ api_keys = Table(
     Column("created_at", Text, nullable=False),
     Column("last_used_at", Text),
     Column("revoked_at", Text),
+    Column("scopes", Text, nullable=False),  # space-separated (keys.SCOPES)
 )
 
 settings = Table(

@@ -122,6 +122,11 @@
         if (field.checked) body[field.name] = null;
         continue;
       }
+      if (field.type === "checkbox" && kind === "list") { // checkboxes of one name: the checked values
+        body[field.name] = body[field.name] || [];
+        if (field.checked) body[field.name].push(field.value);
+        continue;
+      }
       if (field.type === "checkbox") {
         body[field.name] = field.checked;
         continue;

@@ -1,6 +1,7 @@
 import pytest
 
 from omniroute.memory.model import MemoryFilter
+from omniroute.memory.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, eventually
 
 pytestmark = pytest.mark.both_stores
@@ -50,7 +51,8 @@ def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner, svc):
     assert first["vecScore"] > 0.4 and first["ftsScore"] > 0
     others = {m["key"]: m for m in result["memories"][1:]}
     assert all(m["tier"] == "vector" and m["ftsScore"] is None for m in others.values())
-    assert first["tokens"] == 7 and first["injected"] is True
+    assert first["tokens"] == count_tokens(svc.memories.get(first["id"]).content)
+    assert first["injected"] is True
     assert result["resolution"] == {
         "embeddingSource": "static",
         "embeddingModel": "static-minilm-256",

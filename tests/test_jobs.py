@@ -77,11 +77,11 @@ def start_worker(data_dir: Path, log) -> subprocess.Popen:
     )
 
 
-def run_worker(data_dir: Path) -> subprocess.CompletedProcess:
+def run_worker(data_dir: Path, **settings: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "flask", "--app", "app", "worker", "--burst"],
         cwd=ROOT,
-        env=environment(DATA_DIR=str(data_dir), REDIS_URL=REDIS_TEST_URL),
+        env=environment(DATA_DIR=str(data_dir), REDIS_URL=REDIS_TEST_URL, **settings),
         capture_output=True,
         text=True,
         timeout=120,

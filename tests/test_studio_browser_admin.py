@@ -83,6 +83,28 @@ def test_create_a_key_copy_its_secret_once_and_revoke_it(page, svc):
     assert svc.keys.authenticate(secret) is None
 
 
+def test_a_key_is_made_read_only_and_given_write_back(page, svc):
+    log_in(page, "/dashboard/keys")
+    page.get_by_label("Name").fill("recall bot")
+    page.locator("#new-key-write").uncheck()
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_label("Secret of the new key")).to_have_value(re.compile(r"^sk-omr-"))
+    (key,) = svc.keys.list_keys()
+    assert key.scopes == ("read:memory",)
+    row = page.get_by_role("form", name="Scopes of recall bot")
+    expect(row.get_by_label("write")).not_to_be_checked()
+    row.get_by_label("write").check()
+    row.get_by_role("button", name="Save").click()
+    expect(page.locator("#announcer")).to_have_text("Scopes of “recall bot” saved")
+    assert svc.keys.get(key.id).scopes == ("read:memory", "write:memory")
+    row = page.get_by_role("form", name="Scopes of recall bot")
+    row.get_by_label("read").uncheck()
+    row.get_by_label("write").uncheck()
+    row.get_by_role("button", name="Save").click()
+    expect(page.locator("#announcer")).to_have_text("Scopes of “recall bot” saved")
+    assert svc.keys.get(key.id).scopes == ()
+
+
 def test_add_edit_and_remove_a_provider_with_its_key_masked(page, svc):
     log_in(page, "/dashboard/providers")
     page.get_by_label("Id (the prefix").fill("acme")

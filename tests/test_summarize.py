@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from omniroute.memory.model import Memory, MemoryFilter
 from omniroute.memory.summary_text import extractive, first_sentences
+from omniroute.memory.tokens import count_tokens
 from omniroute.tables import memories, memory_history
 from tests.helpers import ADMIN_TOKEN, backdate
 
@@ -69,7 +70,9 @@ def test_a_dry_run_shows_the_candidates_and_changes_nothing(client, svc):
     result = summarize(client, olderThanDays=30, dryRun=True)
     assert result["dryRun"] is True and result["candidates"] == 2
     assert result["deletedCount"] == 0 and result["summaryId"] is None
-    assert result["totalTokens"] == 8 + 3
+    assert result["totalTokens"] == count_tokens("I like tea. A lot. Every day.") + count_tokens(
+        "I use Vim."
+    )
     assert [item["key"] for item in result["items"]] == ["alice-0", "alice-1"]
     assert len(live(svc, "alice")) == 3
 
@@ -218,17 +221,19 @@ def compact(client, **body):
 
 @pytest.mark.both_stores
 def test_compaction_shortens_the_oldest_until_the_key_fits(client, svc):
-    long = "One. Two. Three. Four. " * 10  # 230 characters: 58 tokens
+    long = "One. Two. Three. Four. " * 10  # 230 characters
+    each = count_tokens(f"0 {long}")
     for number in range(3):
         svc.memories.create(api_key_id="alice", key=f"k{number}", content=f"{number} {long}")
         backdate(svc.memories, f"k{number}", 10 - number)  # k0 oldest
-    dry = compact(client, apiKeyId="alice", maxTokens=130, dryRun=True)
+    budget = 2 * each + 20  # fits once the oldest is cut short
+    dry = compact(client, apiKeyId="alice", maxTokens=budget, dryRun=True)
     assert dry == {
-        "originalCount": 3, "summarizedCount": 1, "tokensBefore": 174,
+        "originalCount": 3, "summarizedCount": 1, "tokensBefore": 3 * each,
         "tokensSaved": dry["tokensSaved"], "fits": True, "dryRun": True,
     }  # fmt: skip
     assert svc.memories.find(MemoryFilter(api_key_id="alice"))[2].content.startswith("0 One")
-    result = compact(client, apiKeyId="alice", maxTokens=130)
+    result = compact(client, apiKeyId="alice", maxTokens=budget)
     assert result["summarizedCount"] == 1 and result["fits"]
     by_key = {m.key: m for m in live(svc, "alice")}
     assert by_key["k0"].content == "0 One. Two. Three."

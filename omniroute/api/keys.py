@@ -5,9 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
-from marshmallow.validate import And, Length
+from marshmallow.validate import And, Length, OneOf
 
 from ..fields import not_blank
+from ..keys import SCOPES
 from ..memory.erase import erase_owner
 from ..services import services
 from .memory_schemas import SuccessSchema
@@ -21,6 +22,10 @@ class KeySchema(ma.Schema):
     prefix = ma.fields.String(metadata={"description": "The first characters of the secret."})
     createdAt = ma.fields.String(attribute="created_at")
     lastUsedAt = ma.fields.String(attribute="last_used_at", allow_none=True)
+    scopes = ma.fields.List(
+        ma.fields.String(),
+        metadata={"description": "What the key may do through the MCP tools (see below)."},
+    )
 
 
 class KeyCreatedSchema(KeySchema):
@@ -31,8 +36,25 @@ class KeyListSchema(ma.Schema):
     data = ma.fields.List(ma.fields.Nested(KeySchema))
 
 
+def scopes_field(**options) -> ma.fields.List:
+    return ma.fields.List(
+        ma.fields.String(validate=OneOf(SCOPES)),
+        metadata={
+            "description": "`read:memory` (the MCP tools search and get) and "
+            "`write:memory` (add, update, delete, clear); none: no MCP memory access. Chat "
+            "through /v1 is never limited by them."
+        },
+        **options,
+    )
+
+
 class KeyCreateSchema(ma.Schema):
     name = ma.fields.String(required=True, validate=And(Length(1, 100), not_blank))
+    scopes = scopes_field(load_default=list(SCOPES))
+
+
+class KeyUpdateSchema(ma.Schema):
+    scopes = scopes_field(required=True)
 
 
 @blp.route("")
@@ -50,7 +72,7 @@ class KeyCollection(MethodView):
         The response holds the secret (`sk-omr-...`) under `key`; only its hash is kept,
         so it cannot be shown again.
         """
-        key, secret = services().keys.create(body["name"].strip())
+        key, secret = services().keys.create(body["name"].strip(), body["scopes"])
         return {**key.__dict__, "key": secret}
 
 
@@ -77,6 +99,18 @@ class KeyDeletedSchema(SuccessSchema):
 
 @blp.route("/<key_id>")
 class KeyItem(MethodView):
+    @blp.arguments(KeyUpdateSchema)
+    @blp.response(200, KeySchema)
+    def patch(self, body, key_id):
+        """Change an API key's scopes
+
+        `{"scopes": ["read:memory"]}` gives the key read-only MCP access from its next call.
+        """
+        key = services().keys.set_scopes(key_id, body["scopes"])
+        if key is None:
+            abort(404, message=f"No active API key {key_id}.")
+        return key
+
     @blp.arguments(KeyDeleteArgs, location="query")
     @blp.response(200, KeyDeletedSchema)
     def delete(self, args, key_id):

@@ -33,6 +33,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/api/keys"): "listKeys",
     ("post", "/api/keys"): "createKey",
     ("delete", "/api/keys/{key_id}"): "deleteKey",
+    ("patch", "/api/keys/{key_id}"): "updateKey",
     ("get", "/api/providers"): "listProviders",
     ("post", "/api/providers"): "createProvider",
     ("get", "/api/providers/{provider_id}"): "getProvider",

@@ -23,7 +23,7 @@ def main() -> int:
         svc,
         app.config,
         base_url=f"http://{app.config['HOST']}:{app.config['PORT']}",
-        stdio_caller=Caller(key.id),
+        stdio_caller=Caller(key.id, frozenset(key.scopes)),
     )
     server.run("stdio")
     svc.close()

@@ -1,4 +1,5 @@
-"""Who calls an MCP tool: the admin, or one gateway key (whose memories it may touch)."""
+"""Who calls an MCP tool: the admin, or one gateway key (whose memories it may touch, as far
+as its scopes let it: `read:memory`, `write:memory`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..brake import GuessBrake, Held
 from ..errors import error_payload
-from ..keys import ApiKeyStore
+from ..keys import SCOPES, ApiKeyStore
 
 ADMIN_CLIENT = "omniroute-admin"
 # The address of the HTTP client whose token is being checked (set by ClientAddress).
@@ -25,6 +26,16 @@ CLIENT_ADDRESS: ContextVar[str | None] = ContextVar("omniroute_mcp_client", defa
 @dataclass(frozen=True)
 class Caller:
     api_key_id: str | None  # None: the admin, who may name any key
+    scopes: frozenset[str] = frozenset(SCOPES)  # the admin has them all
+
+    def allowed(self, scope: str) -> Caller:
+        """This caller, when it holds `scope`; else a ToolError that names it."""
+        if scope not in self.scopes:
+            raise ToolError(
+                f"This key lacks the {scope} scope, so it may not use this tool: an admin can "
+                "grant it with PATCH /api/keys/{id}."
+            )
+        return self
 
     def owner(self, named: str | None) -> str:
         """The key whose memories a call acts on: the caller's own, or (admin) the one named."""
@@ -61,7 +72,7 @@ class GatewayTokenVerifier:
         key = self._keys.authenticate(token)
         if key is None:
             return None
-        return AccessToken(token=token, client_id=key.id, scopes=["memory"])
+        return AccessToken(token=token, client_id=key.id, scopes=list(key.scopes))
 
 
 class ClientAddress:
@@ -91,11 +102,14 @@ class ClientAddress:
             CLIENT_ADDRESS.reset(marker)
 
 
-def current_caller(stdio_caller: Caller | None) -> Caller:
-    """The HTTP caller from its bearer token, else the stdio process's own key."""
+def current_caller(stdio_caller: Caller | None, scope: str) -> Caller:
+    """The HTTP caller from its bearer token, else the stdio process's own key; either must
+    hold `scope` for the tool at hand."""
     token = get_access_token()
     if token is not None:
-        return Caller(None if token.client_id == ADMIN_CLIENT else token.client_id)
+        if token.client_id == ADMIN_CLIENT:
+            return Caller(None)
+        return Caller(token.client_id, frozenset(token.scopes)).allowed(scope)
     if stdio_caller is None:
         raise ToolError("Not authenticated.")
-    return stdio_caller
+    return stdio_caller.allowed(scope)

@@ -19,10 +19,12 @@ from pydantic import Field, ValidationError
 
 from .. import __version__
 from ..clock import to_iso
+from ..keys import READ_MEMORY, WRITE_MEMORY
 from ..memory import bulk
 from ..memory.budget import within_budget
-from ..memory.model import MemoryFilter, estimate_tokens
+from ..memory.model import MemoryFilter
 from ..memory.store import KeyConflict, MemoryNotFound
+from ..memory.tokens import count_tokens
 from ..services import Services
 from ..text_rules import UnstorableText
 from .auth import Caller, GatewayTokenVerifier, current_caller
@@ -163,7 +165,7 @@ def build_server(
     ) -> dict[str, Any]:
         """Find the memories that matter for a query (the gateway's own retrieval), or the
         newest ones without a query. The type filter and the limit apply before the budget."""
-        owner = current_caller(stdio_caller).owner(apiKeyId)
+        owner = current_caller(stdio_caller, READ_MEMORY).owner(apiKeyId)
 
         def work():
             settings = svc.memory_settings.get()
@@ -186,7 +188,7 @@ def build_server(
             "data": {
                 "memories": [_memory(m, scores.get(m.id)) for m in memories],
                 "count": len(memories),
-                "totalTokens": sum(estimate_tokens(m.content) for m in memories),
+                "totalTokens": sum(count_tokens(m.content) for m in memories),
             },
         }
 
@@ -208,7 +210,7 @@ def build_server(
         ] = None,
     ) -> dict[str, Any]:
         """Remember a fact; a key the owner already uses is updated (metadata merged)."""
-        owner = current_caller(stdio_caller).owner(apiKeyId)
+        owner = current_caller(stdio_caller, WRITE_MEMORY).owner(apiKeyId)
         if not content.strip() or not key.strip():
             raise ToolError("key and content must not be blank.")
         memory, created = await run(
@@ -233,7 +235,7 @@ def build_server(
         id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
     ) -> dict[str, Any]:
         """Read one memory, by its id or its key."""
-        caller = current_caller(stdio_caller)
+        caller = current_caller(stdio_caller, READ_MEMORY)
         memory = await run(lambda: referred(caller, id, key, apiKeyId))
         return {"success": True, "data": {"memory": _memory(memory)}}
 
@@ -262,7 +264,7 @@ def build_server(
         ] = None,
     ) -> dict[str, Any]:
         """Correct a memory, found by its id or its key: only the fields given change."""
-        caller = current_caller(stdio_caller)
+        caller = current_caller(stdio_caller, WRITE_MEMORY)
         changes = {
             name: value
             for name, value in {
@@ -296,7 +298,7 @@ def build_server(
         id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
     ) -> dict[str, Any]:
         """Forget one memory, by its id or its key."""
-        caller = current_caller(stdio_caller)
+        caller = current_caller(stdio_caller, WRITE_MEMORY)
 
         def work():
             memory = referred(caller, id, key, apiKeyId)
@@ -322,7 +324,7 @@ def build_server(
     ) -> dict[str, Any]:
         """Forget every memory of the key that matches the filters, all of them. With no
         filter it deletes EVERY memory of the key: try dryRun first."""
-        owner = current_caller(stdio_caller).owner(apiKeyId)
+        owner = current_caller(stdio_caller, WRITE_MEMORY).owner(apiKeyId)
         doomed = MemoryFilter(
             api_key_id=owner,
             type=type,

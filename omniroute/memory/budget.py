@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .model import Memory, estimate_tokens
+from .model import Memory
 from .settings import MAX_BUDGET_TOKENS
+from .tokens import count_tokens
 
 
 def within_budget(found: list[Memory], max_tokens: int) -> list[Memory]:
@@ -20,7 +21,7 @@ def within_budget(found: list[Memory], max_tokens: int) -> list[Memory]:
     taken: list[Memory] = []
     used = 0
     for memory in found:
-        cost = estimate_tokens(memory.content)
+        cost = count_tokens(memory.content)
         if used + cost > budget:
             if not taken:
                 taken.append(memory)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -80,10 +79,3 @@ def load_metadata(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def estimate_tokens(text: object) -> int:
-    """About four characters a token, as the reference counts: ceil(len / 4)."""
-    if not isinstance(text, str) or not text:
-        return 0
-    return math.ceil(len(text) / 4)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .budget import within_budget
-from .model import estimate_tokens
 from .retrieval import Retriever
 from .settings import MAX_BUDGET_TOKENS
+from .tokens import count_tokens
 
 
 def preview_retrieval(
@@ -44,7 +44,7 @@ def preview_retrieval(
                 "key": item.memory.key,
                 "content": item.memory.content,
                 "score": item.score,
-                "tokens": estimate_tokens(item.memory.content),
+                "tokens": count_tokens(item.memory.content),
                 "tier": item.tier,
                 "vecScore": item.vec_score,
                 "ftsScore": item.fts_score,
@@ -64,7 +64,7 @@ def preview_retrieval(
             "fallbackReason": ranking.fallback_reason,
         },
         "totalTokensUsed": sum(
-            estimate_tokens(item.memory.content)
+            count_tokens(item.memory.content)
             for item in ranking.items
             if item.memory.id in injected
         ),

@@ -30,10 +30,11 @@ from sqlalchemy import func, select
 from ..clock import to_iso
 from ..tables import memories
 from .conditions import live_matching
-from .model import Memory, MemoryFilter, estimate_tokens
+from .model import Memory, MemoryFilter
 from .settings import MemorySettings
 from .store import MemoryStore
 from .summary_text import LlmWriter, SummaryFailed, extractive, first_sentences, language_of
+from .tokens import count_tokens
 
 SUMMARY_KEY_PREFIX = "summary_"
 CHUNK_TOKENS = 1000
@@ -116,16 +117,16 @@ class Summarizer:
         run = SummaryRun(dry_run=dry_run or not found, model=model)
         run.method = "llm" if model else "extractive"
         run.candidates = len(found)
-        run.total_tokens = sum(estimate_tokens(m.content) for m in found)
+        run.total_tokens = sum(count_tokens(m.content) for m in found)
         run.items = [_preview(m) for m in found[:PREVIEW_ITEMS]]
         for owner, owned in groupby(found, key=lambda m: m.api_key_id):
             owned = list(owned)
             counts = run.keys.setdefault(owner, {"candidates": 0, "totalTokens": 0})
             counts["candidates"] = len(owned)
-            counts["totalTokens"] = sum(estimate_tokens(m.content) for m in owned)
+            counts["totalTokens"] = sum(count_tokens(m.content) for m in owned)
             for chunk in _chunks(owned):
                 if run.dry_run:  # the extractive text stands for the summary's size
-                    run.summary_tokens += estimate_tokens(extractive(chunk, days))
+                    run.summary_tokens += count_tokens(extractive(chunk, days))
                     continue
                 text, method = self._text(chunk, days, model, run)
                 self._fold(owner, session_id or "", chunk, text, days, method, run)
@@ -203,7 +204,7 @@ class Summarizer:
         self.store.notify_write()
         run.deleted_count += len(unchanged)
         run.summary_ids.append(summary.id)
-        run.summary_tokens += estimate_tokens(text)
+        run.summary_tokens += count_tokens(text)
 
     # -- by budget ------------------------------------------------------------------------
 
@@ -220,7 +221,7 @@ class Summarizer:
             MemoryFilter(api_key_id=api_key_id, session_id=session_id), limit=1_000_000
         )
         run = BudgetRun(dry_run=dry_run, original_count=len(rows))
-        run.tokens_before = total = sum(estimate_tokens(m.content) for m in rows)
+        run.tokens_before = total = sum(count_tokens(m.content) for m in rows)
         for memory in reversed(rows):  # oldest first
             if total <= max_tokens:
                 break
@@ -228,7 +229,7 @@ class Summarizer:
                 continue
             language = memory.metadata.get("language", "en")
             short = first_sentences(memory.content, BUDGET_SENTENCES, language)
-            saved = estimate_tokens(memory.content) - estimate_tokens(short)
+            saved = count_tokens(memory.content) - count_tokens(short)
             if saved <= 0:
                 continue
             if not dry_run:
@@ -279,7 +280,7 @@ def _chunks(owned: Sequence[Memory]) -> Iterator[list[Memory]]:
     chunk: list[Memory] = []
     tokens = 0
     for memory in owned:
-        size = estimate_tokens(first_sentences(memory.content, 1)) + 8
+        size = count_tokens(first_sentences(memory.content, 1)) + 8
         if chunk and tokens + size > CHUNK_TOKENS:
             yield chunk
             chunk, tokens = [], 0
@@ -295,6 +296,6 @@ def _preview(memory: Memory) -> dict[str, Any]:
         "apiKeyId": memory.api_key_id,
         "type": memory.type,
         "key": memory.key,
-        "tokens": estimate_tokens(memory.content),
+        "tokens": count_tokens(memory.content),
         "createdAt": memory.created_at,
     }

@@ -60,7 +60,8 @@ def response_text(payload: Any) -> str:
     texts = [
         content_text(item.get("content"))
         for item in items
-        if isinstance(item, dict) and item.get("type") == "message"
+        if isinstance(item, dict)
+        and item.get("type") == "message"
         and item.get("role", "assistant") == "assistant"
     ]
     return "\n".join(text for text in texts if text)

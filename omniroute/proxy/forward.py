@@ -45,8 +45,10 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
         provider, model = resolve_model(svc.providers, body["model"])
     except UnknownProvider as exc:
         bad_field("model", str(exc))
+    g.provider, g.model = provider.id, model  # for the request's log line
     turn = MemoryTurn.begin(svc, request, g.api_key.id, user_text)
     forwarded = turn.apply(svc, {**body, "model": model}, provider, model, dialect.place)
+    g.memories_injected = len(turn.injected)
     try:
         upstream = open_upstream(svc.provider_client, provider, dialect.path, forwarded)
     except UpstreamFailure as exc:

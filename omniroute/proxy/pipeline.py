@@ -38,9 +38,7 @@ class MemoryTurn:
     settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def begin(
-        cls, svc: Services, request: Request, api_key_id: str, user_text: str
-    ) -> MemoryTurn:
+    def begin(cls, svc: Services, request: Request, api_key_id: str, user_text: str) -> MemoryTurn:
         """`user_text` is what the user asked in this request: the query, and the text that
         extraction reads besides the reply."""
         settings = svc.memory_settings.get()

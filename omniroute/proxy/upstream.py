@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -12,6 +13,8 @@ from flask_smorest import abort
 from ..metrics import UPSTREAM_ERRORS
 from ..providers.client import TIMEOUT, ProviderClient, ProviderError
 from ..providers.registry import Provider
+
+log = logging.getLogger(__name__)
 
 
 class UpstreamFailure(Exception):
@@ -36,6 +39,13 @@ def open_upstream(
         return client.open(provider, path, body, headers={"Accept-Encoding": "identity"})
     except ProviderError as exc:
         UPSTREAM_ERRORS.labels(provider.id, exc.kind).inc()
+        log.warning(
+            "provider %s failed (%s): %s",
+            provider.id,
+            exc.kind,
+            exc.message,
+            extra={"provider": provider.id, "upstream_status": exc.kind},
+        )
         raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
 
 
@@ -89,6 +99,13 @@ def refusal(provider: Provider, upstream: httpx.Response, headers: dict[str, str
         payload = error_body(provider, upstream)
     finally:
         upstream.close()
+    log.warning(
+        "provider %s answered %s: %s",
+        provider.id,
+        status,
+        payload["error"]["message"][:200],
+        extra={"provider": provider.id, "upstream_status": status},
+    )
     if status in (401, 403):
         payload, status = refused_our_key(provider, payload, status), 502
     return Response(json.dumps(payload), status, headers, mimetype="application/json")

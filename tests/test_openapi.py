@@ -93,3 +93,24 @@ def test_the_docs_page_loads_its_assets_from_this_server(client):
         with client.get(asset) as response:
             assert response.status_code == 200, asset
     assert "/openapi.json" in html
+
+
+@pytest.mark.parametrize(
+    ("path", "request_schema", "answer_schema", "required"),
+    [
+        ("/v1/chat/completions", "ChatRequest", "ChatCompletion", {"model", "messages"}),
+        ("/v1/responses", "ResponseRequest", "ResponseObject", {"model", "input"}),
+    ],
+)
+def test_the_gateway_declares_what_it_reads_and_what_it_answers(
+    spec, path, request_schema, answer_schema, required
+):
+    operation = spec["paths"][path]["post"]
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": f"#/components/schemas/{request_schema}"}
+    assert set(spec["components"]["schemas"][request_schema]["required"]) == required
+    answer = operation["responses"]["200"]["content"]
+    assert answer["application/json"]["schema"] == {"$ref": f"#/components/schemas/{answer_schema}"}
+    assert "text/event-stream" in answer
+    listed = spec["paths"]["/v1/models"]["get"]["responses"]["200"]["content"]
+    assert listed["application/json"]["schema"] == {"$ref": "#/components/schemas/ModelList"}

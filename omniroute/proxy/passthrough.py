@@ -14,7 +14,8 @@ from flask_smorest import abort
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .blueprint import GATEWAY_SECURITY, bad_field, blp
-from .routes import ModelSchema, model_entry
+from .routes import model_entry
+from .schemas import ModelSchema
 from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
 
 EMBEDDINGS_RESPONSE = {

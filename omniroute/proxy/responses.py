@@ -15,18 +15,13 @@ from flask.views import MethodView
 from .blueprint import GATEWAY_SECURITY, bad_field, blp
 from .conversation import input_user_text
 from .forward import RESPONSES, forward_with_memory
+from .schemas import ResponseObjectSchema, ResponseRequestSchema, relayed_answer, request_body
 
-RESPONSE_RESPONSE = {
-    "200": {
-        "description": "The provider's response object (OpenAI Responses format), or its "
-        "server-sent events (`response.output_text.delta`, ..., `response.completed`) when "
-        "`stream` is true.",
-        "content": {
-            "application/json": {"schema": {"type": "object"}},
-            "text/event-stream": {"schema": {"type": "string"}},
-        },
-    }
-}
+RESPONSE_RESPONSE = relayed_answer(
+    "The provider's response object (OpenAI Responses format), or its server-sent events "
+    "(`response.output_text.delta`, ..., `response.completed`) when `stream` is true.",
+    ResponseObjectSchema,
+)
 
 
 def _read_body() -> dict[str, Any]:
@@ -48,7 +43,11 @@ def _read_body() -> dict[str, Any]:
 
 @blp.route("/responses")
 class Responses(MethodView):
-    @blp.doc(security=GATEWAY_SECURITY, responses=RESPONSE_RESPONSE)
+    @blp.doc(
+        security=GATEWAY_SECURITY,
+        requestBody=request_body(ResponseRequestSchema),
+        responses=RESPONSE_RESPONSE,
+    )
     def post(self):
         """Create a model response (OpenAI Responses API), with memory
 

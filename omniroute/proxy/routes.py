@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import marshmallow as ma
 from flask import request
 from flask.views import MethodView
 
@@ -12,30 +11,19 @@ from ..services import services
 from .blueprint import GATEWAY_SECURITY, bad_field, blp
 from .conversation import last_user_text
 from .forward import CHAT, forward_with_memory
+from .schemas import (
+    ChatCompletionSchema,
+    ChatRequestSchema,
+    ModelListSchema,
+    relayed_answer,
+    request_body,
+)
 
-# The completion is the provider's own body, relayed as it comes.
-COMPLETION_RESPONSE = {
-    "200": {
-        "description": "The provider's chat completion (OpenAI format), or its server-sent "
-        "events when `stream` is true.",
-        "content": {
-            "application/json": {"schema": {"type": "object"}},
-            "text/event-stream": {"schema": {"type": "string"}},
-        },
-    }
-}
-
-
-class ModelSchema(ma.Schema):
-    id = ma.fields.String(metadata={"description": "provider/model"})
-    object = ma.fields.String()
-    created = ma.fields.Integer()
-    owned_by = ma.fields.String()
-
-
-class ModelListSchema(ma.Schema):
-    object = ma.fields.String()
-    data = ma.fields.List(ma.fields.Nested(ModelSchema))
+COMPLETION_RESPONSE = relayed_answer(
+    "The provider's chat completion (OpenAI format), or its server-sent events when "
+    "`stream` is true.",
+    ChatCompletionSchema,
+)
 
 
 def _read_body() -> dict[str, Any]:
@@ -54,7 +42,11 @@ def _read_body() -> dict[str, Any]:
 
 @blp.route("/chat/completions")
 class ChatCompletions(MethodView):
-    @blp.doc(security=GATEWAY_SECURITY, responses=COMPLETION_RESPONSE)
+    @blp.doc(
+        security=GATEWAY_SECURITY,
+        requestBody=request_body(ChatRequestSchema),
+        responses=COMPLETION_RESPONSE,
+    )
     def post(self):
         """Create a chat completion (OpenAI format), with memory
 

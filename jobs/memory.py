@@ -48,6 +48,9 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
         count = svc.outbox.process(entry_id) or 0
     job = get_current_job()
     log.info("job %s: %d facts", job.id if job else "in-process", count)
+    svc.activity.add("extractions")
+    svc.activity.add("facts", count)
+    svc.activity.flush()  # an RQ work horse exits when the job returns
     return count
 
 

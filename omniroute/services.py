@@ -14,6 +14,7 @@ from rq.utils import import_attribute
 from jobs import QUEUES, request_backfill, request_qdrant_sync, request_static_model
 from jobs.schedule import PERIODIC_JOBS
 
+from .activity import ActivityLog
 from .admin_sessions import AdminSessionStore
 from .brake import GuessBrake
 from .clock import to_iso
@@ -79,6 +80,7 @@ class Services:
     retention_sweep: RetentionSweep
     summarizer: Summarizer
     scheduler: Scheduler
+    activity: ActivityLog
 
     @classmethod
     def build(cls, app: Flask, database: Database) -> Services:
@@ -113,6 +115,7 @@ class Services:
             else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"])
         )
         shared_models = SharedModels(database)
+        activity = ActivityLog(database)
 
         def after_write() -> None:
             request_backfill(jobs)
@@ -192,8 +195,14 @@ class Services:
             http=http,
             periodic_runs=periodic_runs,
             retention_sweep=RetentionSweep(memories, memory_settings, options.decay),
-            summarizer=Summarizer(memories, memory_settings, LlmWriter(providers, provider_client)),
+            summarizer=Summarizer(
+                memories,
+                memory_settings,
+                LlmWriter(providers, provider_client),
+                on_saved=lambda tokens: activity.add("tokens_saved", tokens),
+            ),
             scheduler=scheduler,
+            activity=activity,
         )
 
     def engine_report(self) -> dict[str, Any]:
@@ -243,6 +252,7 @@ class Services:
     def close(self) -> None:
         self.scheduler.stop()
         self.access.flush()
+        self.activity.flush()
         self.jobs.shutdown()
         self.retriever.close()
         self.qdrant.sync.index.connection.close()

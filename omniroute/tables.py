@@ -6,7 +6,7 @@ and dialect-only SQL (FTS5, vec0, tsvector, pgvector, pragmas) lives behind smal
 functions in the modules that need it.
 """
 
-from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, Text
+from sqlalchemy import BigInteger, Column, Float, Integer, LargeBinary, MetaData, Table, Text
 
 # Columns of `memories` that only one dialect has: the FTS5 owner token on SQLite, the
 # stored tsvector on PostgreSQL.
@@ -149,4 +149,13 @@ periodic_runs = Table(
     Column("duration_ms", Integer),
     Column("runs", Integer, nullable=False),
     Column("failures", Integer, nullable=False),
+)
+
+# Per-minute totals of the studio's Activity view (omniroute/activity.py).
+activity = Table(
+    "activity",
+    metadata,
+    Column("bucket", BigInteger, primary_key=True),  # the minute, in Unix seconds
+    Column("name", Text, primary_key=True),
+    Column("value", Float, nullable=False),
 )

@@ -105,6 +105,26 @@ def test_a_key_is_made_read_only_and_given_write_back(page, svc):
     assert svc.keys.get(key.id).scopes == ()
 
 
+def test_the_activity_view_draws_its_charts_and_switches_windows(page, svc):
+    for seconds in (0.004, 0.02, 0.03, 0.2):
+        svc.activity.retrieval(seconds)
+    svc.activity.add("chats", 4)
+    svc.activity.add("injected", 6)
+    svc.activity.add("tokens_added", 90)
+    svc.activity.flush()
+    log_in(page, "/dashboard/activity")
+    expect(page.get_by_role("heading", name="Activity", exact=True)).to_be_visible()
+    expect(page.get_by_role("img", name="Chats through the gateway")).to_be_visible()
+    expect(page.get_by_role("img", name="Retrieval latency")).to_be_visible()
+    expect(page.locator("dl.stats")).to_contain_text("Chats4")
+    page.get_by_text("The numbers (requests, UTC)").click()
+    expect(page.get_by_role("cell", name="4", exact=True).first).to_be_visible()
+    screenshot(page, "activity")
+    page.get_by_role("link", name="Last week").click()
+    expect(page.get_by_role("link", name="Last week")).to_have_attribute("aria-current", "page")
+    expect(page.locator("dl.stats")).to_contain_text("Chats4")
+
+
 def test_add_edit_and_remove_a_provider_with_its_key_masked(page, svc):
     log_in(page, "/dashboard/providers")
     page.get_by_label("Id (the prefix").fill("acme")

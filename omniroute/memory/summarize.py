@@ -19,7 +19,7 @@ an LLM failure falls back to the extractive text and says why.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import groupby
@@ -96,10 +96,18 @@ class BudgetRun:
 
 
 class Summarizer:
-    def __init__(self, store: MemoryStore, settings: MemorySettings, writer: LlmWriter) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        settings: MemorySettings,
+        writer: LlmWriter,
+        on_saved: Callable[[int], None] = lambda tokens: None,
+    ) -> None:
+        """`on_saved(tokens)` hears what each real (not dry) run saved."""
         self.store = store
         self.settings = settings
         self.writer = writer
+        self._on_saved = on_saved
 
     # -- by age ---------------------------------------------------------------------------
 
@@ -130,6 +138,8 @@ class Summarizer:
                     continue
                 text, method = self._text(chunk, days, model, run)
                 self._fold(owner, session_id or "", chunk, text, days, method, run)
+        if not run.dry_run:
+            self._on_saved(max(0, run.total_tokens - run.summary_tokens))
         return run
 
     def _aged(self, filters: MemoryFilter, cutoff: datetime) -> list[Memory]:
@@ -238,6 +248,8 @@ class Summarizer:
             run.tokens_saved += saved
             run.summarized_count += 1
         run.fits = total <= max_tokens
+        if not dry_run:
+            self._on_saved(run.tokens_saved)
         return run
 
     def keys_over(self, max_tokens: int) -> list[str]:

@@ -46,6 +46,7 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
     except UnknownProvider as exc:
         bad_field("model", str(exc))
     g.provider, g.model = provider.id, model  # for the request's log line
+    svc.activity.add("chats")
     turn = MemoryTurn.begin(svc, request, g.api_key.id, user_text)
     forwarded = turn.apply(svc, {**body, "model": model}, provider, model, dialect.place)
     g.memories_injected = len(turn.injected)

@@ -13,6 +13,7 @@ from flask import Request
 from jobs import request_extraction, request_extraction_of_text
 
 from ..memory.budget import within_budget
+from ..memory.tokens import count_tokens
 from ..metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from ..providers.registry import Provider
 from ..services import Services
@@ -63,9 +64,10 @@ class MemoryTurn:
         ranking = svc.retriever.rank(
             api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
         )
-        RETRIEVAL_LATENCY.labels(
-            ranking.strategy_used, "yes" if ranking.fallback_reason else "no"
-        ).observe(time.perf_counter() - started)
+        took = time.perf_counter() - started
+        fallback = "yes" if ranking.fallback_reason else "no"
+        RETRIEVAL_LATENCY.labels(ranking.strategy_used, fallback).observe(took)
+        svc.activity.retrieval(took)
         memories = within_budget(
             [item.memory for item in ranking.items], self.settings["maxTokens"]
         )
@@ -73,6 +75,8 @@ class MemoryTurn:
             return body
         self.injected = [memory.id for memory in memories]
         MEMORIES_INJECTED.inc(len(memories))
+        svc.activity.add("injected", len(memories))
+        svc.activity.add("tokens_added", sum(count_tokens(m.content) for m in memories))
         svc.access.record(self.injected)
         return place(
             body,

@@ -1,13 +1,15 @@
-"""The studio's pages: memory (three tabs), API keys and providers."""
+"""The studio's pages: memory (three tabs), activity, API keys and providers."""
 
 from __future__ import annotations
 
 from flask import abort, render_template, request
 
+from ..activity import WINDOWS
 from ..memory import settings as registry
 from ..memory.model import MEMORY_TYPES
 from ..services import services
 from .blueprint import bp
+from .charts import activity_charts, window_totals
 from .memory_tabs import compact_card, engine_tab, memories_tab, playground_tab, qdrant_card
 
 TABS = ("memories", "playground", "engine")
@@ -53,6 +55,19 @@ def memory_history(memory_id: str):
         memory=svc.memories.get(memory_id),
         entries=entries,
         key_name=key_names.get(entries[0]["api_key_id"], entries[0]["api_key_id"]),
+    )
+
+
+@bp.get("/activity")
+def activity():
+    window = request.args.get("window") if request.args.get("window") in WINDOWS else "hour"
+    steps = services().activity.window(window)
+    return render_template(
+        "studio/activity.html",
+        window=window,
+        windows=WINDOWS,
+        charts=activity_charts(steps, window),
+        totals=window_totals(steps),
     )
 
 

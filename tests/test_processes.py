@@ -8,11 +8,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import REDIS_TEST_URL, environment, free_port
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, free_port
 
 # Every test here starts the real entry points as processes.
 pytestmark = pytest.mark.slow
@@ -34,14 +36,15 @@ def call(url: str, method: str = "GET", body: dict | None = None, token: str | N
         return error.code, dict(error.headers), json.loads(error.read() or b"null")
 
 
-@pytest.fixture
-def server(tmp_path):
+@contextmanager
+def web_process(log_path: Path, **settings: str):
+    """`python -m omniroute.serve` on a free port until the block ends; yields (url, log)."""
     port = free_port()
-    log = (tmp_path / "server.log").open("w+")
+    log = log_path.open("w+")
     process = subprocess.Popen(
         [sys.executable, "-m", "omniroute.serve"],
         cwd=ROOT,
-        env=environment(DATA_DIR=str(tmp_path / "data"), PORT=str(port)),
+        env=environment(PORT=str(port), **settings),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -55,9 +58,10 @@ def server(tmp_path):
             assert process.poll() is None, "the server exited"
             time.sleep(0.1)
     else:
+        process.kill()
         pytest.fail("the server did not answer within 30 s")
     try:
-        yield base, tmp_path / "data", log
+        yield base, log
         process.terminate()
         # uvicorn shuts down gracefully, then re-raises SIGTERM as its exit status.
         assert process.wait(timeout=15) in (0, -15)
@@ -67,6 +71,41 @@ def server(tmp_path):
         if process.poll() is None:
             process.kill()
         log.close()
+
+
+@pytest.fixture
+def server(tmp_path):
+    with web_process(tmp_path / "server.log", DATA_DIR=str(tmp_path / "data")) as (base, log):
+        yield base, tmp_path / "data", log
+
+
+def test_metrics_add_up_across_web_processes_sharing_a_multiprocess_dir(tmp_path):
+    folder = tmp_path / "prometheus"
+    folder.mkdir()
+    shared = {
+        "DATA_DIR": str(tmp_path / "data"),
+        "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(folder),
+    }
+    with (
+        web_process(tmp_path / "a.log", **shared) as (first, _),
+        web_process(tmp_path / "b.log", **shared) as (second, _),
+    ):
+        for base, times in ((first, 3), (second, 5)):
+            for _ in range(times):
+                assert call(f"{base}/readyz")[0] == 200
+        request = urllib.request.Request(
+            f"{first}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read().decode()
+    samples = [
+        sample
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "omniroute_http_requests_total" and sample.labels["route"] == "/readyz"
+    ]
+    assert sum(sample.value for sample in samples) == 8, "both processes' requests"
 
 
 def test_the_web_process_serves_the_api_with_uvicorn(server):
@@ -108,7 +147,7 @@ def run_flask(*args: str, **env: str) -> subprocess.CompletedProcess:
 def test_db_upgrade_migrates_a_fresh_database(tmp_path):
     result = run_flask("db", "upgrade", DATA_DIR=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "is at revision 0010" in result.stdout
+    assert "is at revision 0012" in result.stdout
     assert "applied migration 0001_memories" in result.stderr
 
 

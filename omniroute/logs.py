@@ -35,6 +35,7 @@ _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))
     "asctime",
     "omniroute_request_id",
     "omniroute_job_id",
+    "color_message",  # uvicorn's message with terminal colours
 }
 request_log = logging.getLogger("omniroute.request")
 
@@ -133,9 +134,9 @@ def log_request(method: str, route: str, status: int, started: float, **fields) 
     """The one line a request leaves: in plain text for people, its fields for JSON."""
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
     known = {name: value for name, value in fields.items() if value is not None}
-    text = " ".join(f"{name}={value}" for name, value in known.items())
+    text = "".join(f" {name}={value}" for name, value in known.items())
     request_log.info(
-        "%s %s %s %.1f ms %s",
+        "%s %s %s %.1f ms%s",
         method,
         route,
         status,

@@ -1,16 +1,22 @@
-"""What a string must not hold to be stored or sent on: a lone surrogate, a NUL character.
+"""What a string must not hold to be stored or sent on: a lone surrogate, a NUL character;
+and a number that is no JSON number.
 
 "\\ud800" is valid JSON but no UTF-8 text (SQLite, PostgreSQL, the templates and every
 upstream fail on it); PostgreSQL's text cannot hold U+0000 at all, and no memory needs it.
 The JSON edge refuses both in any body, the store in what it writes, MCP in its arguments.
+A number too large for a double (`1e999999`) parses as infinity, and `NaN` or `Infinity` as
+themselves: none can be written back as JSON (a provider request, stored metadata), so they
+are refused as well.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 LONE_SURROGATE = "Contains an unpaired surrogate (\\ud800-\\udfff): not valid text."
 NUL = "Contains a NUL character (\\u0000): not text a database can store."
+NOT_FINITE = "A number out of range (or NaN/Infinity): not a JSON number."
 
 
 class UnstorableText(ValueError):
@@ -42,7 +48,8 @@ NESTED_TOO_DEEP = "Nested too deeply."
 def first_problem(
     value: Any, *, path: str = "", allow_nul: bool = False, max_depth: int | None = None
 ) -> tuple[str, str] | None:
-    """(path, problem) of the first string or key in `value` that cannot be stored, or None.
+    """(path, problem) of the first string, key or number in `value` that cannot be stored,
+    or None.
 
     Paths are dotted from `path` ("" is the value itself): `metadata.note`, `messages.0`.
     Walks without recursion, so no depth of nesting can overflow the stack; past
@@ -63,6 +70,8 @@ def first_problem(
                 stack.append((child, _join(where, key), depth + 1))
         elif isinstance(item, list):
             stack.extend((child, _join(where, n), depth + 1) for n, child in enumerate(item))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return where, NOT_FINITE
     return None
 
 

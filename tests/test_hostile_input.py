@@ -114,6 +114,34 @@ def test_the_gateway_refuses_a_lone_surrogate_too(world, upstream, body, field):
     assert upstream.requests == []
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/v1/chat/completions",
+            '{"model": "fake/m", "messages": [{"role": "user", "content": "hi"}], '
+            '"max_tokens": 1e999999}',
+            "max_tokens",
+        ),
+        ("/v1/responses", '{"model": "fake/m", "input": "hi", "temperature": NaN}', "temperature"),
+        ("/v1/embeddings", '{"model": "fake/e", "input": "hi", "x": [-Infinity]}', "x.0"),
+    ],
+)
+def test_a_number_json_cannot_hold_is_a_422_not_a_500(world, upstream, path, body, field):
+    headers = {"Authorization": f"Bearer {world['secret']}"}
+    response = send(world, "POST", path, body, headers)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == field
+    assert upstream.requests == []
+
+
+def test_a_memory_with_an_infinite_number_in_its_metadata_is_refused(world):
+    body = '{"apiKeyId": "k", "key": "x", "content": "y", "metadata": {"n": 1e400}}'
+    response = send(world, "POST", "/api/memory", body)
+    assert response.status_code == 422
+    assert response.json["error"]["details"][0]["field"] == "metadata.n"
+
+
 def test_no_stored_surrogate_can_break_the_pages_that_show_providers(world):
     send(world, "PUT", "/api/providers/fake", {"models": [LONE]})
     studio = world["app"].test_client()

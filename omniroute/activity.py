@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
 
+from .batched import Batched
 from .db import Database
 from .tables import activity
 
@@ -67,23 +67,13 @@ class ActivityLog:
     def __init__(self, db: Database, clock=time.time, interval: float = FLUSH_SECONDS) -> None:
         self.db = db
         self._clock = clock
-        self._interval = interval
-        self._pending: Counter[tuple[int, str]] = Counter()
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
+        self._batch = Batched(self._write, interval)
         self._pruned_at = 0.0
 
     def add(self, name: str, amount: float = 1) -> None:
         """Add to a series in the current minute."""
-        if not amount:
-            return
-        minute = int(self._clock()) // 60 * 60
-        with self._lock:
-            self._pending[(minute, name)] += amount
-            if self._timer is None:
-                self._timer = threading.Timer(self._interval, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
+        if amount:
+            self._batch.add({(int(self._clock()) // 60 * 60, name): amount})
 
     def retrieval(self, seconds: float) -> None:
         """Count one retrieval's latency in its bucket."""
@@ -92,14 +82,12 @@ class ActivityLog:
         self.add(latency_series(bound))
 
     def flush(self) -> None:
-        """Write what gathered; on a database error keep it for the next flush."""
-        with self._lock:
-            pending, self._pending = self._pending, Counter()
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-        if not pending:
-            return
+        """Write what gathered (a job's end, a process' close)."""
+        self._batch.flush()
+
+    def _write(self, pending: Counter) -> None:
+        """One upsert that adds per series and minute; on a database error the counts wait
+        for the next flush."""
         try:
             with self.db.write() as conn:
                 for (minute, name), amount in sorted(pending.items()):
@@ -118,8 +106,7 @@ class ActivityLog:
                     conn.execute(delete(activity).where(activity.c.bucket < cutoff))
         except Exception:
             log.exception("activity not written; kept for the next flush")
-            with self._lock:
-                self._pending.update(pending)
+            self._batch.add(pending)
 
     def window(self, name: str) -> list[Step]:
         """The steps of a window (`hour`, `day`, `week`), oldest first, empty ones included."""

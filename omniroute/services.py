@@ -252,8 +252,8 @@ class Services:
     def close(self) -> None:
         self.scheduler.stop()
         self.access.flush()
-        self.activity.flush()
         self.jobs.shutdown()
+        self.activity.flush()  # after the jobs, which count what they did
         self.retriever.close()
         self.qdrant.sync.index.connection.close()
         self.http.close()

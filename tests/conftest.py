@@ -170,3 +170,28 @@ def engine_app(tmp_path, database_url, static_path):
     )
     yield app
     app.extensions["omniroute"].close()
+
+
+@pytest.fixture
+def make_app(tmp_path, upstream):
+    """Apps on DATA_DIR=tmp_path with the fake provider and memory on, each made with its own
+    settings (`make_app(REDIS_URL=...)`), closed at the end."""
+    apps = []
+
+    def make(**config):
+        provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
+        app = create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "OMNIROUTE_PROVIDERS": [provider],
+                **config,
+            }
+        )
+        app.extensions["omniroute"].memory_settings.update({"enabled": True})
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.extensions["omniroute"].close()

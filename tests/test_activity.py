@@ -6,7 +6,6 @@ import re
 import pytest
 
 from omniroute.activity import ActivityLog, Step, latency_series
-from omniroute.factory import create_app
 from omniroute.memory.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, csrf_of
 from tests.test_jobs import run_worker
@@ -39,6 +38,7 @@ def test_two_processes_add_up_in_the_shared_database(database):
     assert steps[-2].totals == {"chats": 3.0, "facts": 2.0}
     assert steps[-1].totals == {"chats": 1.0}
     assert all(step.totals == {} for step in steps[:-2])
+    web.flush()  # before the database closes: its timer would write to a closed pool
 
 
 def test_the_day_window_sums_half_hours(database):
@@ -160,28 +160,16 @@ def test_tokens_saved_by_a_compaction_are_counted(client, app, admin):
 
 @pytest.mark.slow
 @pytest.mark.sqlite_only
-def test_a_worker_processes_extractions_are_counted_too(tmp_path, upstream, redis_db):
-    provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
-    app = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-            "OMNIROUTE_PROVIDERS": [provider],
-            "REDIS_URL": REDIS_TEST_URL,
-        }
-    )
+def test_a_worker_processes_extractions_are_counted_too(make_app, tmp_path, redis_db):
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
     svc = app.extensions["omniroute"]
-    try:
-        svc.scheduler.stop()
-        svc.memory_settings.update({"enabled": True})
-        _, secret = svc.keys.create("alice")
-        chat(app, secret, "I prefer TypeScript.")
-        svc.jobs.wait(10)
-        assert run_worker(tmp_path).returncode == 0
-        totals = svc.activity.window("hour")[-1].totals
-        assert (totals["extractions"], totals["facts"]) == (2, 1)
-    finally:
-        svc.close()
+    svc.scheduler.stop()
+    _, secret = svc.keys.create("alice")
+    chat(app, secret, "I prefer TypeScript.")
+    svc.jobs.wait(10)
+    assert run_worker(tmp_path).returncode == 0
+    totals = svc.activity.window("hour")[-1].totals
+    assert (totals["extractions"], totals["facts"]) == (2, 1)
 
 
 def test_a_chart_breaks_its_line_at_gaps_and_marks_a_lone_point():

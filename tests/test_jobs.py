@@ -15,37 +15,13 @@ from sqlalchemy import update
 from jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, requeue_stale_extractions
 from omniroute import queue
 from omniroute.clock import to_iso
-from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.tables import extraction_outbox
 from tests import job_functions
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
+from tests.helpers import REDIS_TEST_URL, environment, eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "I prefer TypeScript. I always commit before pushing."
-
-
-@pytest.fixture
-def make_app(tmp_path, upstream):
-    apps = []
-
-    def make(**config):
-        provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
-        app = create_app(
-            {
-                "DATA_DIR": str(tmp_path),
-                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-                "OMNIROUTE_PROVIDERS": [provider],
-                **config,
-            }
-        )
-        app.extensions["omniroute"].memory_settings.update({"enabled": True})
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.extensions["omniroute"].close()
 
 
 def chat(app, text: str) -> str:

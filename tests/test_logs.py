@@ -11,8 +11,7 @@ from rq import Queue
 
 from jobs import EXTRACTION_QUEUE
 from omniroute import logs
-from omniroute.factory import create_app
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL
+from tests.helpers import REDIS_TEST_URL
 from tests.test_jobs import run_worker
 
 TEXT = "I prefer TypeScript."
@@ -31,31 +30,6 @@ def lines():
     handler.setFormatter(old_formatter)
 
 
-@pytest.fixture
-def make_app(tmp_path, upstream):
-    apps = []
-
-    def make(**config):
-        provider = {"id": "fake", "baseUrl": upstream.base_url, "models": ["m"]}
-        app = create_app(
-            {
-                "DATA_DIR": str(tmp_path),
-                "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
-                "OMNIROUTE_PROVIDERS": [provider],
-                "LOG_FORMAT": "json",
-                **config,
-            }
-        )
-        app.extensions["omniroute"].scheduler.stop()
-        app.extensions["omniroute"].memory_settings.update({"enabled": True})
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        app.extensions["omniroute"].close()
-
-
 def chat(app, secret: str, **headers):
     return app.test_client().post(
         "/v1/chat/completions",
@@ -69,7 +43,7 @@ def requests_of(records: list[dict]) -> list[dict]:
 
 
 def test_a_chat_leaves_one_json_line_with_its_fields_and_never_the_secret(make_app, lines):
-    app = make_app()
+    app = make_app(LOG_FORMAT="json")
     key, secret = app.extensions["omniroute"].keys.create("alice")
     app.extensions["omniroute"].memories.create(
         api_key_id=key.id, key="a", content="I prefer TypeScript"
@@ -87,7 +61,7 @@ def test_a_chat_leaves_one_json_line_with_its_fields_and_never_the_secret(make_a
 
 
 def test_the_request_id_is_made_when_missing_or_not_a_sane_token(make_app, lines):
-    app = make_app()
+    app = make_app(LOG_FORMAT="json")
     client = app.test_client()
     made = client.get("/healthz").headers["X-Request-ID"]
     assert len(made) == 32 and int(made, 16) >= 0
@@ -100,7 +74,7 @@ def test_the_request_id_is_made_when_missing_or_not_a_sane_token(make_app, lines
 
 
 def test_an_upstream_failure_is_logged_with_its_provider_and_status(make_app, lines):
-    app = make_app()
+    app = make_app(LOG_FORMAT="json")
     _, secret = app.extensions["omniroute"].keys.create("alice")
     app.test_client().post(
         "/v1/chat/completions",
@@ -113,7 +87,7 @@ def test_an_upstream_failure_is_logged_with_its_provider_and_status(make_app, li
 
 
 def test_an_in_process_job_logs_with_the_id_of_the_request_that_queued_it(make_app, lines):
-    app = make_app()
+    app = make_app(LOG_FORMAT="json")
     _, secret = app.extensions["omniroute"].keys.create("alice")
     chat(app, secret, **{"X-Request-ID": "chat-1"})
     app.extensions["omniroute"].jobs.wait(10)
@@ -122,7 +96,7 @@ def test_an_in_process_job_logs_with_the_id_of_the_request_that_queued_it(make_a
 
 
 def test_an_rq_job_carries_the_request_id_to_the_worker(make_app, redis_db, tmp_path):
-    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    app = make_app(LOG_FORMAT="json", REDIS_URL=REDIS_TEST_URL)
     _, secret = app.extensions["omniroute"].keys.create("alice")
     chat(app, secret, **{"X-Request-ID": "chat-rq"})
     app.extensions["omniroute"].jobs.wait(10)

@@ -29,3 +29,13 @@ def _authenticate() -> None:
 
 def bad_field(field: str, message: str):
     abort(400, message=message, errors={"json": {field: [message]}})
+
+
+def body_with_model() -> dict:
+    """The request's JSON object, which must name a model (a 400 naming the field if not)."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        bad_field("body", "The body must be a JSON object.")
+    if not isinstance(body.get("model"), str) or not body["model"].strip():
+        bad_field("model", "model is required: a string such as 'provider/model'.")
+    return body

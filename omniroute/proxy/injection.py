@@ -88,8 +88,7 @@ def inject(
 ) -> dict[str, Any]:
     """Return a copy of `body` whose messages carry `memory_text`; `body` is left as it is."""
     messages = list(body["messages"])
-    role = "system" if uses_system_role(provider_id, model, supports_system_role) else "user"
-    message = {"role": role, "content": memory_text}
+    message = _memory_message(memory_text, provider_id, model, supports_system_role)
     if provider_id.strip().lower() in MERGE_INTO_SYSTEM:
         first = messages[0] if messages else None
         if isinstance(first, dict) and first.get("role") == "system":
@@ -117,14 +116,18 @@ def inject_into_input(
     the client owns), placed as in chat: first, or just before the last user message when
     the body uses `cache_control`. A string input becomes the memory and a user message.
     """
-    role = "system" if uses_system_role(provider_id, model, supports_system_role) else "user"
-    message = {"role": role, "content": memory_text}
+    message = _memory_message(memory_text, provider_id, model, supports_system_role)
     given = body.get("input")
     if isinstance(given, str):
         return {**body, "input": [message, {"role": "user", "content": given}]}
     items = list(given or [])
     items.insert(_last_user_index(items) if has_cache_control(body) else 0, message)
     return {**body, "input": items}
+
+
+def _memory_message(text: str, provider_id: str, model: str, supports_system_role: bool) -> dict:
+    role = "system" if uses_system_role(provider_id, model, supports_system_role) else "user"
+    return {"role": role, "content": text}
 
 
 def _prepend(text: str, content: Any) -> Any:

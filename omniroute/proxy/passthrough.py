@@ -7,13 +7,13 @@ is. A model is described from the registry, as /v1/models lists it.
 
 from __future__ import annotations
 
-from flask import Response, request
+from flask import Response
 from flask.views import MethodView
 from flask_smorest import abort
 
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
-from .blueprint import GATEWAY_SECURITY, bad_field, blp
+from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
 from .routes import model_entry
 from .schemas import ModelSchema
 from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
@@ -31,11 +31,7 @@ class Embeddings(MethodView):
     @blp.doc(security=GATEWAY_SECURITY, responses=EMBEDDINGS_RESPONSE)
     def post(self):
         """Create embeddings (OpenAI format) with a provider's model; no memory involved"""
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict):
-            bad_field("body", "The body must be a JSON object.")
-        if not isinstance(body.get("model"), str) or not body["model"].strip():
-            bad_field("model", "model is required: a string such as 'provider/model'.")
+        body = body_with_model()
         if not isinstance(body.get("input"), str | list) or not body["input"]:
             bad_field("input", "input is required: a string or a list of them.")
         svc = services()

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
 from flask.views import MethodView
 
-from .blueprint import GATEWAY_SECURITY, bad_field, blp
+from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
 from .conversation import input_user_text
 from .forward import RESPONSES, forward_with_memory
 from .schemas import ResponseObjectSchema, ResponseRequestSchema, relayed_answer, request_body
@@ -25,11 +24,7 @@ RESPONSE_RESPONSE = relayed_answer(
 
 
 def _read_body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        bad_field("body", "The body must be a JSON object.")
-    if not isinstance(body.get("model"), str) or not body["model"].strip():
-        bad_field("model", "model is required: a string such as 'provider/model'.")
+    body = body_with_model()
     given = body.get("input")
     if isinstance(given, list):
         if not given or not all(isinstance(item, dict) for item in given):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
 from flask.views import MethodView
 
 from ..services import services
-from .blueprint import GATEWAY_SECURITY, bad_field, blp
+from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
 from .conversation import last_user_text
 from .forward import CHAT, forward_with_memory
 from .schemas import (
@@ -27,11 +26,7 @@ COMPLETION_RESPONSE = relayed_answer(
 
 
 def _read_body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        bad_field("body", "The body must be a JSON object.")
-    if not isinstance(body.get("model"), str) or not body["model"].strip():
-        bad_field("model", "model is required: a string such as 'provider/model'.")
+    body = body_with_model()
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         bad_field("messages", "messages is required: a non-empty list of messages.")

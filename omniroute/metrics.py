@@ -47,6 +47,10 @@ UPSTREAM_ERRORS = Counter(
     "omniroute_upstream_errors", "Provider answers that were errors, by provider and status.",
     ["provider", "status"],
 )  # fmt: skip
+BACKEND_SYNC = Counter(
+    "omniroute_backend_sync", "Updates and deletes sent on to fallback memory backends, by "
+    "backend, operation and outcome.", ["backend", "operation", "outcome"],
+)  # fmt: skip
 QUEUE_DEPTH = Gauge(
     "omniroute_queue_depth", "Jobs waiting, by queue (at the last scrape).", ["queue"],
     multiprocess_mode="max",

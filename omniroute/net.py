@@ -1,4 +1,4 @@
-"""The one guard every outbound URL goes through (provider base URLs today).
+"""The one guard every outbound URL goes through (providers, memory backends, Qdrant).
 
 http(s) only; no credentials, query or fragment in the URL; cloud metadata addresses always
 refused; loopback, private and link-local addresses refused unless local URLs are allowed
@@ -14,6 +14,8 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
+
+import httpx
 
 METADATA_HOSTS = frozenset(
     {"metadata.google.internal", "metadata.goog", "metadata", "instance-data"}
@@ -43,6 +45,20 @@ class PinnedURL:
     @property
     def is_https(self) -> bool:
         return self.base_url.startswith("https:")
+
+    def request(
+        self, http: httpx.Client, method: str, path: str, *, headers=None, **options
+    ) -> httpx.Request:
+        """A request to `{base_url}{path}` sent to the checked address: the name goes as Host
+        and, over https, as the TLS server name. Send it without following redirects."""
+        sni = urlsplit(self.base_url).hostname if self.is_https else None
+        return http.build_request(
+            method,
+            f"{self.connect_url}{path}",
+            headers={"Host": self.host, **(headers or {})},
+            extensions={"sni_hostname": sni} if sni else None,
+            **options,
+        )
 
 
 def check_base_url(url: str, *, allow_local: bool, resolve: bool = True) -> str:

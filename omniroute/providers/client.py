@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -59,20 +58,13 @@ class ProviderClient:
         provider's own error on. Raises ProviderError when no answer came.
         """
         pinned = self._checked(provider)
-        request = self._http.build_request(
+        request = pinned.request(
+            self._http,
             "POST",
-            f"{pinned.connect_url}{path}",
+            path,
             json=body,
-            headers={
-                "Host": pinned.host,
-                "Content-Type": "application/json",
-                **_auth(provider),
-                **(headers or {}),
-            },
+            headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
-            extensions={"sni_hostname": urlsplit(pinned.base_url).hostname}
-            if pinned.is_https
-            else None,
         )
         with _transport_errors(provider, pinned.base_url):
             return self._http.send(request, stream=True)

@@ -1,0 +1,229 @@
+"""GenericMemoryBackend: any REST memory service as a backend (REFERENCE section 13).
+
+Endpoints (defaults: `/memories/search`, `/memories` to create and list, `/memories/{id}` to
+get, update and delete, `/health`) may be changed in the config; a `{name}` in one is the
+memory's id when the name is `id`, `memoryId` or one `pathParams` maps them to. Query
+parameter names may be remapped with `queryParams`. Requests carry JSON, the custom
+`headers`, then `Authorization: Bearer <apiKey>`. A 404 reads as "no such memory"; any other
+answer outside 2xx is a BackendError with its status and body; 204 is no body. Before its
+first call, and after a failed one, the backend checks `/health` and refuses with
+"Cannot connect to ..." while that fails.
+
+Unlike the reference, every request goes through the outbound URL guard (metadata
+addresses always refused, local ones unless allowed), to the address the guard checked,
+and a redirect is an error, never followed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...net import BlockedURL, pin_base_url
+from ..model import Memory, MemoryPage
+from .base import (
+    BackendError,
+    BackendUnavailable,
+    Health,
+    ListQuery,
+    NewMemory,
+    SearchQuery,
+    elapsed_ms,
+)
+from .wire import (
+    changes_json,
+    memories_from_json,
+    memory_from_json,
+    new_memory_json,
+    page_from_json,
+)
+
+DEFAULT_TIMEOUT_MS = 30_000
+DEFAULT_ENDPOINTS = {
+    "search": "/memories/search",
+    "create": "/memories",
+    "list": "/memories",
+    "get": "/memories/{id}",
+    "update": "/memories/{id}",
+    "delete": "/memories/{id}",
+    "health": "/health",
+}
+QUERY_NAMES = (
+    "query", "apiKeyId", "limit", "offset", "strategy", "maxTokens", "type", "sessionId",
+    "orderBy", "orderDir", "options", "category",
+)  # fmt: skip
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class GenericConfig:
+    base_url: str
+    api_key: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    endpoints: Mapping[str, str] = field(default_factory=dict)
+    query_params: Mapping[str, str] = field(default_factory=dict)
+    path_params: Mapping[str, str] = field(default_factory=dict)
+
+    def endpoint(self, name: str) -> str:
+        return self.endpoints.get(name) or DEFAULT_ENDPOINTS[name]
+
+
+class GenericMemoryBackend:
+    def __init__(
+        self,
+        backend_id: str,
+        display_name: str,
+        config: GenericConfig,
+        http: httpx.Client,
+        *,
+        allow_local: bool,
+    ) -> None:
+        self.id = backend_id
+        self.display_name = display_name
+        self.config = config
+        self._http = http
+        self._allow_local = allow_local
+        self._ready = False
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    def initialize(self) -> None:
+        """Check /health; raise BackendUnavailable while it fails."""
+        health = self.health()
+        if not health.ok:
+            raise BackendUnavailable(
+                f"Cannot connect to {self.display_name} at {self.config.base_url}: {health.message}"
+            )
+        self._ready = True
+
+    def shutdown(self) -> None:
+        self._ready = False
+
+    def health(self) -> Health:
+        started = time.perf_counter()
+        try:
+            self._request("GET", self.config.endpoint("health"))
+        except BackendError as exc:
+            return Health(False, elapsed_ms(started), str(exc))
+        return Health(True, elapsed_ms(started))
+
+    # -- memories -------------------------------------------------------------------------
+
+    def create(self, memory: NewMemory) -> Memory:
+        answer = self._call("POST", self.config.endpoint("create"), json=new_memory_json(memory))
+        return memory_from_json(answer)
+
+    def get(self, memory_id: str) -> Memory | None:
+        answer = self._call("GET", self._path("get", memory_id), missing=None)
+        return None if answer is None else memory_from_json(answer)
+
+    def update(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
+        path = self._path("update", memory_id)
+        return self._call("PATCH", path, json=changes_json(changes), missing=False) is not False
+
+    def delete(self, memory_id: str) -> bool:
+        return self._call("DELETE", self._path("delete", memory_id), missing=False) is not False
+
+    def list(self, query: ListQuery) -> MemoryPage:
+        params = self._params(
+            apiKeyId=query.api_key_id,
+            type=query.type,
+            sessionId=query.session_id,
+            query=query.query,
+            limit=query.limit,
+            offset=query.offset,
+            orderBy=query.order_by,
+            orderDir=query.order_dir,
+        )
+        return page_from_json(self._call("GET", self.config.endpoint("list"), params=params))
+
+    def search(self, query: SearchQuery) -> list[Memory]:
+        params = self._params(
+            query=query.query,
+            apiKeyId=query.api_key_id,
+            limit=query.limit or None,
+            maxTokens=query.max_tokens or None,
+            strategy=query.strategy or None,
+            options=json.dumps(dict(query.options)) if query.options else None,
+        )
+        return memories_from_json(self._call("GET", self.config.endpoint("search"), params=params))
+
+    # -- HTTP -----------------------------------------------------------------------------
+
+    def _path(self, endpoint: str, memory_id: str) -> str:
+        names = {"id", "memoryId", *self.config.path_params.values()}
+        value = quote(memory_id, safe="")
+        return _PLACEHOLDER.sub(
+            lambda m: value if m[1] in names else m[0], self.config.endpoint(endpoint)
+        )
+
+    def _params(self, **values: Any) -> dict[str, str]:
+        """The given values under their (remapped) query names; None and "" left out."""
+        names = self.config.query_params
+        return {
+            names.get(name, name): str(value)
+            for name, value in values.items()
+            if value is not None and value != ""
+        }
+
+    def _call(self, method: str, path: str, *, missing: Any = ..., **options: Any) -> Any:
+        """A memory call: initialised first; a 404 is `missing` when given, else an error."""
+        if not self._ready:
+            self.initialize()
+        try:
+            return self._request(method, path, **options)
+        except _NotFound as exc:
+            if missing is ...:
+                raise BackendError(str(exc)) from None
+            return missing
+        except BackendError:
+            self._ready = False  # the next call checks health again
+            raise
+
+    def _request(self, method: str, path: str, **options: Any) -> Any:
+        try:
+            pinned = pin_base_url(self.config.base_url, allow_local=self._allow_local)
+        except BlockedURL as exc:
+            raise BackendError(f"{self.display_name}'s URL is refused: {exc}") from None
+        headers = {"Content-Type": "application/json", **self.config.headers}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        request = pinned.request(
+            self._http,
+            method,
+            path,
+            headers=headers,
+            timeout=self.config.timeout_ms / 1000,
+            **options,
+        )
+        try:
+            response = self._http.send(request, follow_redirects=False)
+        except httpx.TimeoutException:
+            raise BackendError(f"{self.display_name} did not answer in time.") from None
+        except httpx.HTTPError as exc:
+            raise BackendError(
+                f"Could not reach {self.display_name} at {self.config.base_url}: "
+                f"{type(exc).__name__}."
+            ) from None
+        if response.status_code == 404:
+            raise _NotFound(f"HTTP 404: {response.text[:500]}")
+        if not 200 <= response.status_code < 300:  # a redirect too: never followed
+            raise BackendError(f"HTTP {response.status_code}: {response.text[:500]}")
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(f"{self.display_name} sent a body that is not JSON.") from None
+
+
+class _NotFound(BackendError):
+    pass

@@ -1,0 +1,85 @@
+"""The local store as a backend: SQLite or PostgreSQL, whichever DATABASE_URL selects,
+with the retriever's ranking (keyword, vectors, fusion, rerank) as its search."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..listing import list_page
+from ..model import Memory, MemoryFilter, MemoryPage
+from ..retrieval import Retriever
+from ..settings import MemorySettings
+from ..store import MemoryNotFound, MemoryStore
+from .base import Health, ListQuery, NewMemory, SearchQuery, elapsed_ms
+
+LOCAL_ID = "local"
+# The names the settings may give it: the reference's "sqlite", and the other dialect's.
+LOCAL_ALIASES = {"sqlite": LOCAL_ID, "postgresql": LOCAL_ID}
+
+
+class LocalBackend:
+    id = LOCAL_ID
+
+    def __init__(self, store: MemoryStore, retriever: Retriever, settings: MemorySettings) -> None:
+        self.store = store
+        self.retriever = retriever
+        self.settings = settings
+        dialect = "PostgreSQL" if store.db.dialect == "postgresql" else "SQLite"
+        self.display_name = f"Local store ({dialect})"
+
+    def initialize(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def health(self) -> Health:
+        started = time.perf_counter()
+        try:
+            self.store.find(MemoryFilter(api_key_id="health-check"), limit=1)
+        except Exception as exc:  # the database is down: say so, do not raise
+            return Health(False, elapsed_ms(started), f"{type(exc).__name__}: {exc}")
+        return Health(True, elapsed_ms(started))
+
+    def create(self, memory: NewMemory) -> Memory:
+        created, _ = self.store.create(
+            api_key_id=memory.api_key_id,
+            key=memory.key,
+            content=memory.content,
+            type=memory.type,
+            session_id=memory.session_id,
+            metadata=memory.metadata,
+            expires_at=memory.expires_at,
+        )
+        return created
+
+    def get(self, memory_id: str) -> Memory | None:
+        return self.store.get(memory_id)
+
+    def update(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
+        try:
+            self.store.update(memory_id, **changes)
+        except MemoryNotFound:
+            return False
+        return True
+
+    def delete(self, memory_id: str) -> bool:
+        return self.store.delete(memory_id)
+
+    def list(self, query: ListQuery) -> MemoryPage:
+        filters = MemoryFilter(
+            api_key_id=query.api_key_id, type=query.type, session_id=query.session_id,
+            text=query.query,
+        )  # fmt: skip
+        return list_page(self.store, filters, limit=query.limit, offset=query.offset)
+
+    def search(self, query: SearchQuery) -> list[Memory]:
+        ranking = self.retriever.rank(
+            api_key_id=query.api_key_id,
+            query=query.query,
+            settings=self.settings.get(),
+            strategy=query.strategy,
+        )
+        return [item.memory for item in ranking.items][: max(0, query.limit)]

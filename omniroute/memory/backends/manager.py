@@ -1,0 +1,171 @@
+"""The MemoryManager: one primary backend and ordered fallbacks (REFERENCE section 13).
+
+- create and list go to the primary only;
+- get asks the primary, then each fallback while the answer is none (or an error);
+- update and delete return the primary's answer, and reach every fallback in the
+  background; a fallback's failure is logged and counted (BACKEND_SYNC), never lost
+  silently as the reference's fire-and-forget calls are;
+- search asks the primary, and on an error each fallback in turn; when all fail the answer
+  is empty. Which backend answered, and why the primary did not, come back with it.
+- `configure` refuses an unknown primary (UnknownBackend) and drops unknown fallbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ...metrics import BACKEND_SYNC
+from ..model import Memory, MemoryPage
+from .base import BackendError, Health, ListQuery, MemoryBackend, NewMemory, SearchQuery
+
+log = logging.getLogger(__name__)
+
+
+class UnknownBackend(ValueError):
+    """No backend of this id is registered."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's memories, the backend that answered, and why the primary did not."""
+
+    memories: list[Memory]
+    backend: str | None
+    fallback_reason: str | None = None
+
+
+class MemoryManager:
+    def __init__(self, primary: MemoryBackend, aliases: Mapping[str, str] | None = None) -> None:
+        """`primary` serves until `configure` says otherwise; `aliases` are other names of
+        registered backends (the local store's `sqlite`)."""
+        self._aliases = dict(aliases or {})
+        self._backends: dict[str, MemoryBackend] = {primary.id: primary}
+        self._primary = primary.id
+        self._fallbacks: tuple[str, ...] = ()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="omniroute-backend")
+        self._pending: set[Future] = set()
+
+    # -- registry -------------------------------------------------------------------------
+
+    def register(self, backend: MemoryBackend) -> None:
+        self._backends[backend.id] = backend
+
+    def unregister(self, backend_id: str) -> None:
+        if backend_id != self._primary:
+            self._backends.pop(backend_id, None)
+            self._fallbacks = tuple(f for f in self._fallbacks if f != backend_id)
+
+    def configure(self, primary: str, fallbacks: list[str] | tuple[str, ...] = ()) -> None:
+        primary = self._aliases.get(primary, primary)
+        fallbacks = [self._aliases.get(name, name) for name in fallbacks]
+        if primary not in self._backends:
+            raise UnknownBackend(
+                f"unknown backend {primary!r}: registered are {', '.join(sorted(self._backends))}"
+            )
+        dropped = [f for f in fallbacks if f not in self._backends]
+        if dropped:
+            log.warning("unknown fallback backends dropped: %s", ", ".join(dropped))
+        self._primary = primary
+        self._fallbacks = tuple(
+            dict.fromkeys(f for f in fallbacks if f in self._backends and f != primary)
+        )
+
+    @property
+    def primary(self) -> MemoryBackend:
+        return self._backends[self._primary]
+
+    @property
+    def fallbacks(self) -> list[MemoryBackend]:
+        return [self._backends[f] for f in self._fallbacks]
+
+    def registered(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": backend.id,
+                "displayName": backend.display_name,
+                "isPrimary": backend.id == self._primary,
+                "isFallback": backend.id in self._fallbacks,
+            }
+            for backend in self._backends.values()
+        ]
+
+    def backend(self, backend_id: str) -> MemoryBackend:
+        try:
+            return self._backends[self._aliases.get(backend_id, backend_id)]
+        except KeyError:
+            raise UnknownBackend(f"unknown backend {backend_id!r}") from None
+
+    # -- memories -------------------------------------------------------------------------
+
+    def create(self, memory: NewMemory) -> Memory:
+        return self.primary.create(memory)
+
+    def list(self, query: ListQuery) -> MemoryPage:
+        return self.primary.list(query)
+
+    def get(self, memory_id: str) -> Memory | None:
+        for backend in (self.primary, *self.fallbacks):
+            try:
+                found = backend.get(memory_id)
+            except BackendError as exc:
+                log.warning("backend %s: get failed: %s", backend.id, exc)
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def update(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
+        result = self.primary.update(memory_id, changes)
+        self._to_fallbacks("update", lambda b: b.update(memory_id, changes))
+        return result
+
+    def delete(self, memory_id: str) -> bool:
+        result = self.primary.delete(memory_id)
+        self._to_fallbacks("delete", lambda b: b.delete(memory_id))
+        return result
+
+    def search(self, query: SearchQuery) -> Found:
+        reasons = []
+        for backend in (self.primary, *self.fallbacks):
+            try:
+                memories = backend.search(query)
+            except BackendError as exc:
+                log.warning("backend %s: search failed: %s", backend.id, exc)
+                reasons.append(f"{backend.id}: {exc}")
+                continue
+            return Found(memories, backend.id, "; ".join(reasons) or None)
+        return Found([], None, "; ".join(reasons))
+
+    def health(self) -> dict[str, Health]:
+        return {backend_id: backend.health() for backend_id, backend in self._backends.items()}
+
+    # -- background -----------------------------------------------------------------------
+
+    def _to_fallbacks(self, operation: str, call) -> None:
+        for backend in self.fallbacks:
+            future = self._pool.submit(self._synced, backend, operation, call)
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+
+    def _synced(self, backend: MemoryBackend, operation: str, call) -> None:
+        try:
+            call(backend)
+        except Exception as exc:  # counted and logged: a fallback may lag, never silently
+            BACKEND_SYNC.labels(backend.id, operation, "failed").inc()
+            log.warning("backend %s: %s not applied: %s", backend.id, operation, exc)
+            return
+        BACKEND_SYNC.labels(backend.id, operation, "ok").inc()
+
+    def wait(self) -> None:
+        """Let the background calls to the fallbacks finish (tests, shutdown)."""
+        for future in list(self._pending):
+            future.result()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        for backend in self._backends.values():
+            backend.shutdown()

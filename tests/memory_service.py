@@ -1,0 +1,123 @@
+"""A REST memory service on loopback, as GenericMemoryBackend's tests and demos talk to it.
+
+It speaks the generic backend's default protocol (POST/GET /memories, GET/PATCH/DELETE
+/memories/{id}, GET /memories/search, GET /health) over an in-memory dict, records every
+request (method, path, query, headers, body), and answers `answers[(method, path)]` instead
+when a test sets one, e.g. `{("GET", "/health"): (500, "down")}`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+class MemoryService:
+    def __init__(self) -> None:
+        self.memories: dict[str, dict[str, Any]] = {}
+        self.requests: list[dict[str, Any]] = []
+        self.answers: dict[tuple[str, str], tuple[int, Any]] = {}
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def start(self) -> MemoryService:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def add(self, **fields: Any) -> dict[str, Any]:
+        memory = {
+            "id": str(uuid.uuid4()), "apiKeyId": "", "sessionId": "", "type": "factual",
+            "metadata": {}, "createdAt": "2026-12-01T00:00:00.000Z",
+            "updatedAt": "2026-12-01T00:00:00.000Z", "expiresAt": None, **fields,
+        }  # fmt: skip
+        self.memories[memory["id"]] = memory
+        return memory
+
+    # The default protocol, over the dict.
+    def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if (method, path) in self.answers:
+            return self.answers[(method, path)]
+        if path == "/health":
+            return 200, {"ok": True}
+        if path == "/memories/search":
+            words = query.get("query", "").lower().split()
+            found = [
+                m for m in self._owned(query)
+                if any(w in m["content"].lower() for w in words)
+            ]  # fmt: skip
+            return 200, found[: int(query.get("limit", 50))]
+        if path == "/memories" and method == "POST":
+            return 201, self.add(**body)
+        if path == "/memories" and method == "GET":
+            owned = self._owned(query)
+            start = int(query.get("offset", 0))
+            page = owned[start : start + int(query.get("limit", 50))]
+            return 200, {"data": page, "total": len(owned)}
+        memory_id = path.removeprefix("/memories/")
+        memory = self.memories.get(memory_id)
+        if memory is None:
+            return 404, {"error": "not found"}
+        if method == "GET":
+            return 200, memory
+        if method == "PATCH":
+            memory.update(body)
+            return 200, memory
+        if method == "DELETE":
+            del self.memories[memory_id]
+            return 204, None
+        return 405, "no"
+
+    def _owned(self, query: dict[str, str]) -> list[dict[str, Any]]:
+        key = query.get("apiKeyId")
+        return [m for m in self.memories.values() if key is None or m["apiKeyId"] == key]
+
+
+def _handler(service: MemoryService) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _any(self) -> None:
+            parts = urlsplit(self.path)
+            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            service.requests.append(
+                {"method": self.command, "path": parts.path, "query": query,
+                 "headers": dict(self.headers), "body": body}
+            )  # fmt: skip
+            status, payload = service.answer(self.command, parts.path, query, body)
+            data = b"" if payload is None else (
+                payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+            )  # fmt: skip
+            self.send_response(status)
+            if status in (301, 302, 307, 308):
+                self.send_header("Location", "/moved")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = do_DELETE = _any
+
+    return Handler

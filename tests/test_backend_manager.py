@@ -1,0 +1,141 @@
+"""The MemoryManager's rules (REFERENCE section 13) over the local store and a generic
+backend on a loopback memory service."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from prometheus_client import REGISTRY
+
+from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery
+from omniroute.memory.backends.generic import GenericConfig, GenericMemoryBackend
+from omniroute.memory.backends.local import LOCAL_ALIASES, LocalBackend
+from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
+from tests.memory_service import MemoryService
+
+pytestmark = pytest.mark.both_stores
+
+NEW = NewMemory(api_key_id="alice", key="preference:editor", content="I prefer Vim")
+
+
+@pytest.fixture
+def service():
+    running = MemoryService().start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def local(svc):
+    return LocalBackend(svc.memories, svc.retriever, svc.memory_settings)
+
+
+@pytest.fixture
+def remote(service):
+    with httpx.Client(follow_redirects=False) as http:
+        yield GenericMemoryBackend(
+            "brain", "Brain", GenericConfig(base_url=service.url), http, allow_local=True
+        )
+
+
+@pytest.fixture
+def manager(local, remote):
+    manager = MemoryManager(local, LOCAL_ALIASES)
+    manager.register(remote)
+    yield manager
+    manager.shutdown()
+
+
+def synced(backend: str, operation: str, outcome: str) -> float:
+    labels = {"backend": backend, "operation": operation, "outcome": outcome}
+    return REGISTRY.get_sample_value("omniroute_backend_sync_total", labels) or 0.0
+
+
+def test_the_local_store_is_the_default_primary_under_its_reference_name(manager, local):
+    assert manager.primary is local
+    manager.configure("sqlite", [])
+    assert manager.primary is local
+    assert manager.registered()[0] == {
+        "id": "local", "displayName": local.display_name, "isPrimary": True, "isFallback": False
+    }  # fmt: skip
+
+
+def test_an_unknown_primary_is_refused_and_unknown_fallbacks_are_dropped(manager, local):
+    with pytest.raises(UnknownBackend, match="unknown backend 'nope'"):
+        manager.configure("nope", [])
+    manager.configure("brain", ["nope", "sqlite", "brain"])
+    assert manager.primary.id == "brain"
+    assert [backend.id for backend in manager.fallbacks] == ["local"]
+
+
+def test_create_and_list_go_to_the_primary_only(manager, service, svc):
+    manager.configure("brain", ["local"])
+    created = manager.create(NEW)
+    assert created.id in service.memories
+    assert svc.memories.get_by_key("alice", "preference:editor") is None
+    page = manager.list(ListQuery(api_key_id="alice"))
+    assert [m.key for m in page.data] == ["preference:editor"]
+
+
+def test_get_falls_back_while_the_answer_is_none(manager, local):
+    stored = local.create(NEW)
+    manager.configure("brain", ["local"])
+    assert manager.get(stored.id).content == "I prefer Vim"
+    assert manager.get("nowhere") is None
+
+
+def test_update_and_delete_return_the_primarys_answer_and_reach_the_fallbacks(
+    manager, service, local
+):
+    kept = local.create(NEW)
+    service.add(id=kept.id, apiKeyId="alice", key=kept.key, content=kept.content)
+    manager.configure("brain", ["local"])
+    assert manager.update(kept.id, {"content": "I prefer Helix"}) is True
+    manager.wait()
+    assert service.memories[kept.id]["content"] == "I prefer Helix"
+    assert local.get(kept.id).content == "I prefer Helix"
+    assert manager.delete(kept.id) is True
+    manager.wait()
+    assert kept.id not in service.memories and local.get(kept.id) is None
+
+
+def test_a_fallback_that_fails_is_counted_and_logged_not_lost(manager, service, local, caplog):
+    kept = local.create(NEW)
+    service.answers[("PATCH", f"/memories/{kept.id}")] = (500, "disk full")
+    manager.configure("local", ["brain"])
+    before = synced("brain", "update", "failed")
+    assert manager.update(kept.id, {"content": "changed"}) is True
+    manager.wait()
+    assert synced("brain", "update", "failed") == before + 1
+    assert "backend brain: update not applied: HTTP 500: disk full" in caplog.text
+
+
+def test_search_falls_back_on_an_error_and_says_why(manager, service, local):
+    local.create(NEW)
+    service.answers[("GET", "/health")] = (503, "down")
+    manager.configure("brain", ["local"])
+    found = manager.search(SearchQuery(query="Which editor do I prefer, Vim?", api_key_id="alice"))
+    assert [m.content for m in found.memories] == ["I prefer Vim"]
+    assert found.backend == "local" and "brain: Cannot connect to Brain" in found.fallback_reason
+
+
+def test_search_with_every_backend_failing_is_empty(manager, service):
+    service.answers[("GET", "/health")] = (503, "down")
+    manager.configure("brain", [])
+    found = manager.search(SearchQuery(query="vim", api_key_id="alice"))
+    assert found.memories == [] and found.backend is None and found.fallback_reason
+
+
+def test_health_covers_every_registered_backend(manager, service):
+    service.answers[("GET", "/health")] = (500, "x")
+    health = manager.health()
+    assert health["local"].ok and not health["brain"].ok
+
+
+def test_the_local_backend_searches_as_the_gateway_ranks_and_keeps_keys_apart(local):
+    local.create(NEW)
+    local.create(NewMemory(api_key_id="bob", key="preference:editor", content="I prefer Vim too"))
+    found = local.search(SearchQuery(query="Vim editor?", api_key_id="alice", limit=5))
+    assert [(m.api_key_id, m.content) for m in found] == [("alice", "I prefer Vim")]
+    assert local.update("missing", {"content": "x"}) is False
+    assert local.health().ok

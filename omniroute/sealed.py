@@ -43,3 +43,8 @@ class SecretBox:
 
 def is_sealed(stored: str) -> bool:
     return stored.startswith(PREFIX)
+
+
+def masked(api_key: str | None) -> str | None:
+    """A secret as the API shows it: `***` and its last four characters."""
+    return f"***{api_key[-4:]}" if api_key else None

@@ -21,6 +21,9 @@ from .clock import to_iso
 from .db import Database
 from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
+from .memory.backends.local import LOCAL_ALIASES, LocalBackend
+from .memory.backends.manager import MemoryManager
+from .memory.backends.setup import BackendSetup
 from .memory.backfill import Backfill
 from .memory.decay import DecayPolicy
 from .memory.embedding.shared_models import SharedModels
@@ -81,6 +84,7 @@ class Services:
     summarizer: Summarizer
     scheduler: Scheduler
     activity: ActivityLog
+    backends: BackendSetup
 
     @classmethod
     def build(cls, app: Flask, database: Database) -> Services:
@@ -158,6 +162,21 @@ class Services:
             rrf_k=config["MEMORY_RRF_K"],
             decay=DecayPolicy.from_config(config),
         )
+        retriever = Retriever(
+            memories,
+            vectors,
+            embeddings,
+            Reranker(providers, provider_client),
+            options,
+            qdrant=qdrant,
+        )
+        backends = BackendSetup(
+            MemoryManager(LocalBackend(memories, retriever, memory_settings), LOCAL_ALIASES),
+            memory_settings,
+            box,
+            http,
+            allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+        )
         scheduler = Scheduler(
             app,
             periodic_runs,
@@ -174,14 +193,7 @@ class Services:
             embeddings=embeddings,
             shared_models=shared_models,
             backfill=Backfill(memories, vectors, embeddings, memory_settings),
-            retriever=Retriever(
-                memories,
-                vectors,
-                embeddings,
-                Reranker(providers, provider_client),
-                options,
-                qdrant=qdrant,
-            ),
+            retriever=retriever,
             qdrant=qdrant,
             keys=ApiKeyStore(database),
             admin_sessions=AdminSessionStore(database),
@@ -203,6 +215,7 @@ class Services:
             ),
             scheduler=scheduler,
             activity=activity,
+            backends=backends,
         )
 
     def engine_report(self) -> dict[str, Any]:
@@ -254,6 +267,7 @@ class Services:
         self.access.flush()
         self.jobs.shutdown()
         self.activity.flush()  # after the jobs, which count what they did
+        self.backends.manager.shutdown()
         self.retriever.close()
         self.qdrant.sync.index.connection.close()
         self.http.close()

@@ -144,7 +144,7 @@ def test_the_spec_describes_every_setting_from_the_registry(client):
 def test_settings_not_yet_applied_say_so():
     waiting = {setting.name for setting in SETTINGS if not setting.applied}
     assert waiting == {"primaryBackend", "fallbackBackends", "backendConfigs"}
-    assert all(s.help.startswith("Not yet applied") for s in SETTINGS if s.name in waiting)
+    assert all("not yet applied" in s.help.lower() for s in SETTINGS if s.name in waiting)
 
 
 def test_put_with_null_clears_an_optional_model(client, admin):
@@ -183,7 +183,7 @@ def test_put_refuses_values_of_the_wrong_kind_naming_the_field(client, admin, sv
     ("raw", "field"),
     [
         ('{"maxTokens": Infinity}', "maxTokens"),
-        ('{"backendConfigs": {"a": NaN}}', "backendConfigs"),
+        ('{"backendConfigs": {"a": NaN}}', "backendConfigs.a"),
     ],
 )
 def test_put_refuses_non_finite_numbers(client, admin, raw, field):

@@ -9,6 +9,7 @@ from flask_smorest import Api
 from ..auth import require_admin
 from ..errors import ErrorSchema, http_error_response
 from . import (
+    backends,
     engine,
     health,
     keys,
@@ -75,7 +76,17 @@ def init_app(app: Flask) -> OmniApi:
     register_error_responses(api.spec)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
-    modules = (engine, memory_transfer, memory_life, memories, keys, providers, settings, qdrant)
+    modules = (
+        engine,
+        memory_transfer,
+        memory_life,
+        backends,
+        memories,
+        keys,
+        providers,
+        settings,
+        qdrant,
+    )
     for module in (*modules, health):
         api.register_blueprint(module.blp)
     return api

@@ -51,6 +51,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/settings/qdrant/backfill"): "backfillQdrant",
     ("post", "/api/settings/qdrant/verify"): "verifyQdrant",
     ("get", "/api/settings/qdrant/embedding-models"): "listQdrantEmbeddingModels",
+    ("get", "/api/memory/backends"): "listMemoryBackends",
     ("get", "/healthz"): "getLiveness",
     ("get", "/readyz"): "getReadiness",
     ("get", "/metrics"): "getMetrics",

@@ -14,9 +14,10 @@ from jobs import request_qdrant_sync
 from ..errors import abort_invalid
 from ..fields import StrictBoolean, no_control_characters
 from ..memory.embedding.base import EmbeddingError
-from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, masked, server_url
+from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
 from ..memory.qdrant.connection import QdrantUnavailable
 from ..net import BlockedURL, check_base_url
+from ..sealed import masked
 from ..services import services
 
 blp = Blueprint(

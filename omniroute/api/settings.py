@@ -14,6 +14,7 @@ from jobs import request_backfill
 
 from ..fields import StrictBoolean, StrictNumber, plain_json
 from ..memory import settings as registry
+from ..memory.backends.known import BadBackendConfig
 from ..providers.schemas import guarded_url
 from ..services import services
 
@@ -65,8 +66,12 @@ MemorySettingsUpdateSchema = ma.Schema.from_dict(
 class MemorySettingsResource(MethodView):
     @blp.response(200, MemorySettingsSchema)
     def get(self):
-        """Get the memory settings"""
-        return services().memory_settings.get()
+        """Get the memory settings
+
+        Backend API keys in `backendConfigs` show as `***` and their last four characters.
+        """
+        svc = services()
+        return svc.backends.public(svc.memory_settings.get())
 
     @blp.arguments(MemorySettingsUpdateSchema)
     @blp.response(200, MemorySettingsSchema)
@@ -76,11 +81,20 @@ class MemorySettingsResource(MethodView):
         Writes only the fields given and returns all settings, normalised: every field is
         optional, numbers are rounded and clamped to their range. A change of embedding
         source starts the backfill at once (and the static model's build, the first time
-        static is enabled).
+        static is enabled). Memory backends are checked before anything is stored: an
+        unknown `primaryBackend` or fallback, or a `backendConfigs` entry a backend cannot
+        use, is a 422 naming the field; a backend's `apiKey` is sealed (sending back the
+        masked value keeps the stored key).
         """
-        settings = services().memory_settings.update(body)
-        request_backfill(services().jobs)
-        return settings
+        svc = services()
+        try:
+            body = svc.backends.checked(body)
+        except BadBackendConfig as exc:
+            abort(422, message=str(exc), errors={"json": {exc.field: [str(exc)]}})
+        settings = svc.memory_settings.update(body)
+        svc.backends.current()  # this process at once; the others at their next use
+        request_backfill(svc.jobs)
+        return svc.backends.public(settings)
 
 
 class GatewaySettingsSchema(ma.Schema):

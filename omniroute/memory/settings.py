@@ -94,7 +94,6 @@ def _copy(value: Any) -> Any:
     return type(value)(value) if isinstance(value, list | dict) else value
 
 
-NOT_YET = "Not yet applied: stored for "
 SETTINGS: tuple[Setting, ...] = (
     Setting("enabled", "memoryEnabled", False, BOOLEAN,
             "Retrieve, inject and extract memories in gateway requests."),
@@ -141,11 +140,16 @@ SETTINGS: tuple[Setting, ...] = (
             "Qdrant sets it), otherwise the local index (sqlite-vec or pgvector).",
             choices=VECTOR_STORES),
     Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
-            NOT_YET + "memory backends; the local store serves.", applied=False),
+            "The memory backend that serves: `sqlite` (the local store, whichever database) or "
+            "an id of backendConfigs; checked on PUT. Not yet applied to chats, the REST API "
+            "or MCP, which the local store serves.", applied=False),
     Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,
-            NOT_YET + "memory backends.", applied=False),
+            "Backends asked, in order, when the primary fails (ids as for primaryBackend); "
+            "not yet applied, as primaryBackend.", applied=False),
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
-            NOT_YET + "memory backends.", applied=False),
+            "Generic HTTP backends by id: {baseUrl, apiKey (sealed; shown masked), headers, "
+            "timeout (ms), endpoints, queryParams, pathParams}; listed with their health at "
+            "GET /api/memory/backends. Not yet applied to chats.", applied=False),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
             "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),
     Setting("customModelId", "memoryCustomModelId", None, TEXT,

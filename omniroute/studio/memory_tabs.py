@@ -12,10 +12,11 @@ from flask import url_for
 from ..memory.embedding.base import EmbeddingError
 from ..memory.listing import ListingQuery, filters_from, listing
 from ..memory.preview import preview_retrieval
-from ..memory.qdrant.config import QUANTIZATIONS, masked
+from ..memory.qdrant.config import QUANTIZATIONS
 from ..memory.qdrant.connection import QdrantUnavailable
 from ..memory.retrieval import STRATEGIES
 from ..memory.settings import MAX_BUDGET_TOKENS
+from ..sealed import masked
 from ..services import Services
 
 PAGE_SIZE = 20

@@ -77,10 +77,6 @@ def server_url(host: str, port: int) -> str | None:
     return url.rstrip("/")
 
 
-def masked(api_key: str | None) -> str | None:
-    return f"***{api_key[-4:]}" if api_key else None
-
-
 class QdrantSettings:
     """Reads and writes the Qdrant settings; `env` is the app's config (QDRANT_*)."""
 

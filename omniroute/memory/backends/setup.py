@@ -1,0 +1,146 @@
+"""The manager as the settings say: `backendConfigs` registers generic backends,
+`primaryBackend` and `fallbackBackends` choose among them and the local store.
+
+Every process reads the same settings, so each use compares them with what it applied and
+rebuilds when they changed: a PUT in one web process reaches the others and the workers.
+A settings change is checked first (`checked`): an unknown primary or fallback, or a config
+the generic backend cannot use, is refused naming the field. Backend API keys are sealed
+like provider keys before they are stored and shown masked (`public`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from ...sealed import SecretBox, masked
+from ..settings import MemorySettings
+from .known import BadBackendConfig, generic_config, make_backend
+from .local import LOCAL_ALIASES, LOCAL_ID
+from .manager import MemoryManager, UnknownBackend
+
+log = logging.getLogger(__name__)
+
+LOCAL_NAMES = frozenset({LOCAL_ID, *LOCAL_ALIASES})
+NAMES = ("primaryBackend", "fallbackBackends", "backendConfigs")
+
+
+class BackendSetup:
+    def __init__(
+        self,
+        manager: MemoryManager,
+        settings: MemorySettings,
+        box: SecretBox,
+        http: httpx.Client,
+        *,
+        allow_local: bool,
+    ) -> None:
+        self.manager = manager
+        self._settings = settings
+        self._box = box
+        self._http = http
+        self._allow_local = allow_local
+        self._applied: str | None = None
+        self._remote: set[str] = set()
+        self._lock = threading.Lock()
+
+    def current(self) -> MemoryManager:
+        """The manager, configured from the settings as they are now."""
+        values = self._settings.get()
+        fingerprint = json.dumps([values[name] for name in NAMES], sort_keys=True)
+        with self._lock:
+            if fingerprint != self._applied:
+                self._apply(values)
+                self._applied = fingerprint
+        return self.manager
+
+    def _apply(self, values: Mapping[str, Any]) -> None:
+        for backend_id in self._remote:
+            self.manager.unregister(backend_id)
+        self._remote = set()
+        for backend_id, raw in values["backendConfigs"].items():
+            try:
+                backend = make_backend(
+                    backend_id, self._unsealed(raw), self._http, allow_local=self._allow_local
+                )
+            except (BadBackendConfig, TypeError) as exc:
+                log.error("memory backend %s not registered: %s", backend_id, exc)
+                continue
+            self.manager.register(backend)
+            self._remote.add(backend_id)
+        try:
+            self.manager.configure(values["primaryBackend"], values["fallbackBackends"])
+        except UnknownBackend as exc:
+            log.error("%s; the local store serves", exc)
+            self.manager.configure(LOCAL_ID, [])
+
+    # -- a settings change ----------------------------------------------------------------
+
+    def checked(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """The change with backend API keys sealed; BadBackendConfig names a bad field.
+
+        An `apiKey` left out, or sent back masked as GET shows it, keeps the stored key."""
+        current = self._settings.get()
+        changed = dict(changes)
+        configs = changes.get("backendConfigs", current["backendConfigs"])
+        if not isinstance(configs, Mapping):
+            raise BadBackendConfig("backendConfigs", "must be an object of backend configs")
+        sealed = {}
+        for backend_id, raw in configs.items():
+            field = f"backendConfigs.{backend_id}"
+            if backend_id in LOCAL_NAMES:
+                raise BadBackendConfig(field, "is the local store's name; choose another id")
+            if not isinstance(raw, Mapping):
+                raise BadBackendConfig(field, "must be an object")
+            kept = current["backendConfigs"].get(backend_id, {}).get("apiKey")
+            entry = self._with_key(dict(raw), kept)
+            try:
+                generic_config(self._unsealed(entry))
+            except BadBackendConfig as exc:
+                raise BadBackendConfig(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
+            sealed[backend_id] = entry
+        if "backendConfigs" in changes:
+            changed["backendConfigs"] = sealed
+        known = LOCAL_NAMES | set(sealed)
+        primary = changes.get("primaryBackend", current["primaryBackend"])
+        if primary not in known:
+            raise BadBackendConfig(
+                "primaryBackend", f"unknown backend {primary!r}: one of {', '.join(sorted(known))}"
+            )
+        for name in changes.get("fallbackBackends", current["fallbackBackends"]):
+            if name not in known:
+                raise BadBackendConfig("fallbackBackends", f"unknown backend {name!r}")
+        return changed
+
+    def _with_key(self, entry: dict[str, Any], kept: str | None) -> dict[str, Any]:
+        given = entry.get("apiKey")
+        if given is None or (isinstance(given, str) and given.startswith("***")):
+            if kept:
+                entry["apiKey"] = kept
+            else:
+                entry.pop("apiKey", None)
+        elif isinstance(given, str) and given:
+            entry["apiKey"] = self._box.seal(given)
+        return entry
+
+    def _unsealed(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        entry = dict(raw)
+        if isinstance(entry.get("apiKey"), str):
+            entry["apiKey"] = self._box.open(entry["apiKey"])
+        return entry
+
+    def public(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Settings as the API shows them: each backend API key as `***` and its last four."""
+        shown = dict(settings)
+        shown["backendConfigs"] = {
+            backend_id: {**raw, "apiKey": masked(self._box.open(raw["apiKey"]))}
+            if isinstance(raw, Mapping) and isinstance(raw.get("apiKey"), str)
+            else raw
+            for backend_id, raw in settings["backendConfigs"].items()
+        }
+        return shown

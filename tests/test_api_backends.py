@@ -1,0 +1,92 @@
+"""Memory backends through the settings API: checked, sealed, applied on PUT, and listed
+with their health at GET /api/memory/backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.memory_service import MemoryService
+
+pytestmark = pytest.mark.both_stores
+
+
+@pytest.fixture
+def service():
+    running = MemoryService().start()
+    yield running
+    running.stop()
+
+
+def put(client, admin, **body):
+    return client.put("/api/settings/memory", json=body, headers=admin)
+
+
+def brain(service, **more) -> dict:
+    return {"brain": {"baseUrl": service.url, "apiKey": "sk-brain-secret-1234", **more}}
+
+
+def test_a_backend_is_registered_made_primary_and_listed_with_its_health(
+    client, admin, svc, service
+):
+    answer = put(client, admin, backendConfigs=brain(service), primaryBackend="brain",
+                 fallbackBackends=["sqlite"])  # fmt: skip
+    assert answer.status_code == 200, answer.json
+    assert svc.backends.current().primary.id == "brain", "applied on the PUT"
+    listed = client.get("/api/memory/backends", headers=admin).json["data"]
+    assert [(b["id"], b["isPrimary"], b["isFallback"], b["health"]["ok"]) for b in listed] == [
+        ("local", False, True, True),
+        ("brain", True, False, True),
+    ]
+    assert service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
+
+
+def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, service):
+    put(client, admin, backendConfigs=brain(service))
+    shown = client.get("/api/settings/memory", headers=admin).json["backendConfigs"]["brain"]
+    assert shown["apiKey"] == "***1234"
+    with svc.db.read() as conn:
+        stored = " ".join(
+            str(v) for row in conn.exec_driver_sql("SELECT * FROM settings") for v in row
+        )
+    assert "sk-brain-secret-1234" not in stored
+    # Sent back as GET showed it, or without apiKey: the stored key stays.
+    put(client, admin, backendConfigs={"brain": {**shown, "timeout": 5000}})
+    svc.backends.current().backend("brain").health()
+    assert service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"primaryBackend": "nope"}, "primaryBackend"),
+        ({"fallbackBackends": ["nope"]}, "fallbackBackends"),
+        ({"backendConfigs": {"brain": {"apiKey": "x"}}}, "backendConfigs.brain.baseUrl"),
+        ({"backendConfigs": {"brain": {"baseUrl": "http://x", "timeout": 0}}},
+         "backendConfigs.brain.timeout"),
+        ({"backendConfigs": {"brain": {"baseUrl": "http://x", "endpoints": {"nuke": "/"}}}},
+         "backendConfigs.brain.endpoints.nuke"),
+        ({"backendConfigs": {"sqlite": {"baseUrl": "http://x"}}}, "backendConfigs.sqlite"),
+    ],
+)  # fmt: skip
+def test_bad_backend_settings_are_a_422_naming_the_field_and_store_nothing(
+    client, admin, svc, body, field
+):
+    before = client.get("/api/settings/memory", headers=admin).json
+    answer = put(client, admin, **body)
+    assert answer.status_code == 422
+    assert answer.json["error"]["details"][0]["field"] == field
+    assert client.get("/api/settings/memory", headers=admin).json == before
+
+
+def test_an_unreachable_backend_is_listed_unhealthy(client, admin, svc):
+    put(client, admin, backendConfigs={"down": {"baseUrl": "http://127.0.0.1:9", "timeout": 500}})
+    listed = {b["id"]: b for b in client.get("/api/memory/backends", headers=admin).json["data"]}
+    assert listed["local"]["health"]["ok"] and not listed["down"]["health"]["ok"]
+    assert "Could not reach down" in listed["down"]["health"]["message"]
+
+
+def test_another_process_picks_up_a_change_at_its_next_use(client, admin, svc, service):
+    manager = svc.backends.current()
+    assert manager.primary.id == "local"
+    svc.memory_settings.update({"backendConfigs": brain(service), "primaryBackend": "brain"})
+    assert svc.backends.current().primary.id == "brain"

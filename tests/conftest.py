@@ -16,6 +16,7 @@ from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
 from tests.gateway_server import RunningGateway
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, FakeClock, app_settings, csrf_of
+from tests.memory_service import MemoryService
 
 # The studio's browser fixtures (Chromium through Playwright) and both stores.
 pytest_plugins = ["tests.browser", "tests.stores"]
@@ -195,3 +196,11 @@ def make_app(tmp_path, upstream):
     yield make
     for app in apps:
         app.extensions["omniroute"].close()
+
+
+@pytest.fixture
+def memory_service():
+    """A REST memory service on loopback (tests/memory_service.py), for the backends."""
+    running = MemoryService().start()
+    yield running
+    running.stop()

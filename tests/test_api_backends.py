@@ -5,30 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.memory_service import MemoryService
-
 pytestmark = pytest.mark.both_stores
-
-
-@pytest.fixture
-def service():
-    running = MemoryService().start()
-    yield running
-    running.stop()
 
 
 def put(client, admin, **body):
     return client.put("/api/settings/memory", json=body, headers=admin)
 
 
-def brain(service, **more) -> dict:
-    return {"brain": {"baseUrl": service.url, "apiKey": "sk-brain-secret-1234", **more}}
+def brain(memory_service, **more) -> dict:
+    return {"brain": {"baseUrl": memory_service.url, "apiKey": "sk-brain-secret-1234", **more}}
 
 
 def test_a_backend_is_registered_made_primary_and_listed_with_its_health(
-    client, admin, svc, service
+    client, admin, svc, memory_service
 ):
-    answer = put(client, admin, backendConfigs=brain(service), primaryBackend="brain",
+    answer = put(client, admin, backendConfigs=brain(memory_service), primaryBackend="brain",
                  fallbackBackends=["sqlite"])  # fmt: skip
     assert answer.status_code == 200, answer.json
     assert svc.backends.current().primary.id == "brain", "applied on the PUT"
@@ -37,11 +28,11 @@ def test_a_backend_is_registered_made_primary_and_listed_with_its_health(
         ("local", False, True, True),
         ("brain", True, False, True),
     ]
-    assert service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
+    assert memory_service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
 
 
-def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, service):
-    put(client, admin, backendConfigs=brain(service))
+def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, memory_service):
+    put(client, admin, backendConfigs=brain(memory_service))
     shown = client.get("/api/settings/memory", headers=admin).json["backendConfigs"]["brain"]
     assert shown["apiKey"] == "***1234"
     with svc.db.read() as conn:
@@ -52,7 +43,7 @@ def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, servic
     # Sent back as GET showed it, or without apiKey: the stored key stays.
     put(client, admin, backendConfigs={"brain": {**shown, "timeout": 5000}})
     svc.backends.current().backend("brain").health()
-    assert service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
+    assert memory_service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
 
 
 @pytest.mark.parametrize(
@@ -85,8 +76,8 @@ def test_an_unreachable_backend_is_listed_unhealthy(client, admin, svc):
     assert "Could not reach down" in listed["down"]["health"]["message"]
 
 
-def test_another_process_picks_up_a_change_at_its_next_use(client, admin, svc, service):
+def test_another_process_picks_up_a_change_at_its_next_use(client, admin, svc, memory_service):
     manager = svc.backends.current()
     assert manager.primary.id == "local"
-    svc.memory_settings.update({"backendConfigs": brain(service), "primaryBackend": "brain"})
+    svc.memory_settings.update({"backendConfigs": brain(memory_service), "primaryBackend": "brain"})
     assert svc.backends.current().primary.id == "brain"

@@ -11,18 +11,10 @@ from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery
 from omniroute.memory.backends.generic import GenericConfig, GenericMemoryBackend
 from omniroute.memory.backends.local import LOCAL_ALIASES, LocalBackend
 from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
-from tests.memory_service import MemoryService
 
 pytestmark = pytest.mark.both_stores
 
 NEW = NewMemory(api_key_id="alice", key="preference:editor", content="I prefer Vim")
-
-
-@pytest.fixture
-def service():
-    running = MemoryService().start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture
@@ -31,10 +23,10 @@ def local(svc):
 
 
 @pytest.fixture
-def remote(service):
+def remote(memory_service):
     with httpx.Client(follow_redirects=False) as http:
         yield GenericMemoryBackend(
-            "brain", "Brain", GenericConfig(base_url=service.url), http, allow_local=True
+            "brain", "Brain", GenericConfig(base_url=memory_service.url), http, allow_local=True
         )
 
 
@@ -68,10 +60,10 @@ def test_an_unknown_primary_is_refused_and_unknown_fallbacks_are_dropped(manager
     assert [backend.id for backend in manager.fallbacks] == ["local"]
 
 
-def test_create_and_list_go_to_the_primary_only(manager, service, svc):
+def test_create_and_list_go_to_the_primary_only(manager, memory_service, svc):
     manager.configure("brain", ["local"])
     created = manager.create(NEW)
-    assert created.id in service.memories
+    assert created.id in memory_service.memories
     assert svc.memories.get_by_key("alice", "preference:editor") is None
     page = manager.list(ListQuery(api_key_id="alice"))
     assert [m.key for m in page.data] == ["preference:editor"]
@@ -85,23 +77,25 @@ def test_get_falls_back_while_the_answer_is_none(manager, local):
 
 
 def test_update_and_delete_return_the_primarys_answer_and_reach_the_fallbacks(
-    manager, service, local
+    manager, memory_service, local
 ):
     kept = local.create(NEW)
-    service.add(id=kept.id, apiKeyId="alice", key=kept.key, content=kept.content)
+    memory_service.add(id=kept.id, apiKeyId="alice", key=kept.key, content=kept.content)
     manager.configure("brain", ["local"])
     assert manager.update(kept.id, {"content": "I prefer Helix"}) is True
     manager.wait()
-    assert service.memories[kept.id]["content"] == "I prefer Helix"
+    assert memory_service.memories[kept.id]["content"] == "I prefer Helix"
     assert local.get(kept.id).content == "I prefer Helix"
     assert manager.delete(kept.id) is True
     manager.wait()
-    assert kept.id not in service.memories and local.get(kept.id) is None
+    assert kept.id not in memory_service.memories and local.get(kept.id) is None
 
 
-def test_a_fallback_that_fails_is_counted_and_logged_not_lost(manager, service, local, caplog):
+def test_a_fallback_that_fails_is_counted_and_logged_not_lost(
+    manager, memory_service, local, caplog
+):
     kept = local.create(NEW)
-    service.answers[("PATCH", f"/memories/{kept.id}")] = (500, "disk full")
+    memory_service.answers[("PATCH", f"/memories/{kept.id}")] = (500, "disk full")
     manager.configure("local", ["brain"])
     before = synced("brain", "update", "failed")
     assert manager.update(kept.id, {"content": "changed"}) is True
@@ -110,24 +104,24 @@ def test_a_fallback_that_fails_is_counted_and_logged_not_lost(manager, service, 
     assert "backend brain: update not applied: HTTP 500: disk full" in caplog.text
 
 
-def test_search_falls_back_on_an_error_and_says_why(manager, service, local):
+def test_search_falls_back_on_an_error_and_says_why(manager, memory_service, local):
     local.create(NEW)
-    service.answers[("GET", "/health")] = (503, "down")
+    memory_service.answers[("GET", "/health")] = (503, "down")
     manager.configure("brain", ["local"])
     found = manager.search(SearchQuery(query="Which editor do I prefer, Vim?", api_key_id="alice"))
     assert [m.content for m in found.memories] == ["I prefer Vim"]
     assert found.backend == "local" and "brain: Cannot connect to Brain" in found.fallback_reason
 
 
-def test_search_with_every_backend_failing_is_empty(manager, service):
-    service.answers[("GET", "/health")] = (503, "down")
+def test_search_with_every_backend_failing_is_empty(manager, memory_service):
+    memory_service.answers[("GET", "/health")] = (503, "down")
     manager.configure("brain", [])
     found = manager.search(SearchQuery(query="vim", api_key_id="alice"))
     assert found.memories == [] and found.backend is None and found.fallback_reason
 
 
-def test_health_covers_every_registered_backend(manager, service):
-    service.answers[("GET", "/health")] = (500, "x")
+def test_health_covers_every_registered_backend(manager, memory_service):
+    memory_service.answers[("GET", "/health")] = (500, "x")
     health = manager.health()
     assert health["local"].ok and not health["brain"].ok
 

@@ -148,12 +148,17 @@ def gateway(gateway_app):
 
 @pytest.fixture
 def sdk(gateway):
-    """An OpenAI client of the gateway for a key's secret (no retries: tests see every error)."""
+    """An OpenAI client of the gateway for a key's secret (no retries: tests see every error),
+    closed at the end, so no pooled connection is left for the garbage collector."""
+    made = []
 
     def client(secret: str) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=secret, max_retries=0)
+        made.append(openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=secret, max_retries=0))
+        return made[-1]
 
-    return client
+    yield client
+    for sdk_client in made:
+        sdk_client.close()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ from omniroute.memory.embedding.static_model import (
     build_default_static,
     default_static_path,
 )
-from omniroute.memory.extraction import store_facts
 from omniroute.metrics import counted
 from omniroute.services import services
 
@@ -35,15 +34,7 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
     svc = services()
     if text_job:
         session_id, text, source = text_job
-        count = len(
-            store_facts(
-                svc.memories,
-                api_key_id=entry_id,
-                session_id=session_id,
-                text=text,
-                source=source,
-            )
-        )
+        count = svc.outbox.store_text(entry_id, session_id, text, source)
     else:
         count = svc.outbox.process(entry_id) or 0
     job = get_current_job()

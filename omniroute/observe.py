@@ -59,6 +59,8 @@ def _counted(response: Response) -> Response:
         provider=g.get("provider"),
         model=g.get("model"),
         memories_injected=g.get("memories_injected"),
+        memory_backend=g.get("memory_backend"),
+        memory_fallback=g.get("memory_fallback"),
     )
     return response
 

@@ -136,7 +136,8 @@ class Services:
             on_static_missing=lambda: request_static_model(jobs),
             shared=shared_models,
         )
-        outbox = ExtractionOutbox(memories)
+        # `backends` is made below; facts ask it at each run where the primary is.
+        outbox = ExtractionOutbox(memories, remote_writer=lambda: backends.remote_writer())
         qdrant = QdrantTier(
             QdrantSync(
                 memories,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from ..clock import now_iso
+from .backends.base import NewMemory
 from .patterns import CATEGORIES, CATEGORY_TYPES, PATTERNS
 from .store import MemoryStore
 
@@ -112,6 +113,29 @@ def _candidates(text: str) -> Iterator[Fact]:
                 )
 
 
+def fact_memories(*, api_key_id: str, session_id: str, text: str, source: str) -> list[NewMemory]:
+    """The memories of the facts in `text`, as `api_key_id`'s, ready for any backend."""
+    if not (text and api_key_id and session_id):
+        return []
+    extracted_at = now_iso()
+    return [
+        NewMemory(
+            api_key_id=api_key_id,
+            key=fact.key,
+            content=fact.content,
+            type=fact.type,
+            session_id=session_id,
+            metadata={
+                "category": fact.category,
+                "source": source,
+                "language": fact.language,
+                "extractedAt": extracted_at,
+            },
+        )
+        for fact in extract_facts(text)
+    ]
+
+
 def store_facts(
     store: MemoryStore,
     *,
@@ -125,27 +149,19 @@ def store_facts(
 
     In the caller's transaction when given `connection` (the caller then notifies the store).
     """
-    if not (text and api_key_id and session_id):
+    found = fact_memories(api_key_id=api_key_id, session_id=session_id, text=text, source=source)
+    if not found:
         return []
-    facts = extract_facts(text)
-    if not facts:
-        return []
-    extracted_at = now_iso()
     ids = []
     with nullcontext(connection) if connection is not None else store.db.write() as conn:
-        for fact in facts:
+        for new in found:
             memory, _ = store.create(
-                api_key_id=api_key_id,
-                key=fact.key,
-                content=fact.content,
-                type=fact.type,
-                session_id=session_id,
-                metadata={
-                    "category": fact.category,
-                    "source": source,
-                    "language": fact.language,
-                    "extractedAt": extracted_at,
-                },
+                api_key_id=new.api_key_id,
+                key=new.key,
+                content=new.content,
+                type=new.type,
+                session_id=new.session_id,
+                metadata=new.metadata,
                 connection=conn,
             )
             ids.append(memory.id)

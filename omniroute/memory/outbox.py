@@ -9,14 +9,16 @@ twice is harmless: facts are upserts, and a deleted row is simply gone.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from sqlalchemy import delete, func, insert, select, update
 
 from ..clock import to_iso
 from ..tables import extraction_outbox
-from .extraction import MAX_TEXT_CHARS, store_facts
+from .backends.base import NewMemory
+from .extraction import MAX_TEXT_CHARS, fact_memories, store_facts
+from .model import Memory
 from .store import MemoryStore
 
 # How old a row must be before the sweep takes its job for lost.
@@ -25,9 +27,16 @@ STALE_SECONDS = 60
 MAX_REQUEUES = 10
 
 
+# Where facts go when the local store is not the primary backend: None means the store.
+RemoteWriter = Callable[[], Callable[[NewMemory], Memory] | None]
+
+
 class ExtractionOutbox:
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, remote_writer: RemoteWriter = lambda: None) -> None:
+        """`remote_writer()` is the primary backend's create when it is not the local store
+        (asked at each run: the settings may change)."""
         self.store = store
+        self._remote_writer = remote_writer
 
     def put(self, api_key_id: str, session_id: str, texts: Sequence[tuple[str, str]]) -> list[str]:
         """Keep (text, source) pairs for extraction; return their row ids.
@@ -55,7 +64,22 @@ class ExtractionOutbox:
         return [row["id"] for row in rows]
 
     def process(self, entry_id: str) -> int | None:
-        """Store the facts of one row and delete it; the number of facts, None if it is gone."""
+        """Store the facts of one row and delete it; the number of facts, None if it is gone.
+
+        With a remote primary the facts go there first, and the row goes only after every
+        one was taken: a failure leaves the row for the job's retry or the sweep."""
+        write = self._remote_writer()
+        if write is not None:
+            with self.store.db.read() as conn:
+                row = conn.execute(
+                    select(extraction_outbox).where(extraction_outbox.c.id == entry_id)
+                ).first()
+            if row is None:
+                return None
+            count = self._send(write, row.api_key_id, row.session_id, row.text, row.source)
+            with self.store.db.write() as conn:
+                conn.execute(delete(extraction_outbox).where(extraction_outbox.c.id == entry_id))
+            return count
         with self.store.db.write() as conn:
             row = conn.execute(
                 select(extraction_outbox).where(extraction_outbox.c.id == entry_id)
@@ -74,6 +98,25 @@ class ExtractionOutbox:
         if ids:
             self.store.notify_write()
         return len(ids)
+
+    def store_text(self, api_key_id: str, session_id: str, text: str, source: str) -> int:
+        """Store the facts of a text that has no row (a job that carries its text)."""
+        write = self._remote_writer()
+        if write is not None:
+            return self._send(write, api_key_id, session_id, text, source)
+        found = store_facts(
+            self.store, api_key_id=api_key_id, session_id=session_id, text=text, source=source
+        )
+        return len(found)
+
+    @staticmethod
+    def _send(write, api_key_id: str, session_id: str, text: str, source: str) -> int:
+        found = fact_memories(
+            api_key_id=api_key_id, session_id=session_id, text=text, source=source
+        )
+        for new in found:
+            write(new)
+        return len(found)
 
     def stale(self, older_than: float = STALE_SECONDS, limit: int = 500) -> list[str]:
         """Rows older than `older_than` seconds (their job is likely lost), oldest first;

@@ -140,16 +140,18 @@ SETTINGS: tuple[Setting, ...] = (
             "Qdrant sets it), otherwise the local index (sqlite-vec or pgvector).",
             choices=VECTOR_STORES),
     Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
-            "The memory backend that serves: `sqlite` (the local store, whichever database) or "
-            "an id of backendConfigs; checked on PUT. Not yet applied to chats, the REST API "
-            "or MCP, which the local store serves.", applied=False),
+            "The memory backend that serves chats (their retrieval and extracted facts): "
+            "`sqlite` (the local store, whichever database) or an id of backendConfigs; "
+            "checked on PUT. Not yet applied to the REST API, MCP or the studio.",
+            applied=False),
     Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,
-            "Backends asked, in order, when the primary fails (ids as for primaryBackend); "
-            "not yet applied, as primaryBackend.", applied=False),
+            "Backends asked, in order, when the primary's search fails (ids as for "
+            "primaryBackend); not yet applied beyond chats, as primaryBackend.", applied=False),
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
             "Generic HTTP backends by id: {baseUrl, apiKey (sealed; shown masked), headers, "
             "timeout (ms), endpoints, queryParams, pathParams}; listed with their health at "
-            "GET /api/memory/backends. Not yet applied to chats.", applied=False),
+            "GET /api/memory/backends. Not yet applied beyond chats, as primaryBackend.",
+            applied=False),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
             "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),
     Setting("customModelId", "memoryCustomModelId", None, TEXT,

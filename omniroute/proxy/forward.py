@@ -20,6 +20,8 @@ from .pipeline import MemoryTurn
 from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
 
 INJECTED_HEADER = "x-omniroute-memories"
+BACKEND_HEADER = "x-omniroute-memory-backend"  # the backend that served (a remote primary)
+FALLBACK_HEADER = "x-omniroute-memory-fallback"  # the backends that failed before it
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,17 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
     turn = MemoryTurn.begin(svc, request, g.api_key.id, user_text)
     forwarded = turn.apply(svc, {**body, "model": model}, provider, model, dialect.place)
     g.memories_injected = len(turn.injected)
+    g.memory_backend = turn.backend
+    g.memory_fallback = ",".join(turn.failed_backends) or None
     try:
         upstream = open_upstream(svc.provider_client, provider, dialect.path, forwarded)
     except UpstreamFailure as exc:
         abort(exc.status, message=exc.message, code="upstream_unavailable")
     headers = {INJECTED_HEADER: str(len(turn.injected)), **relayed_headers(upstream)}
+    if turn.backend or turn.failed_backends:
+        headers[BACKEND_HEADER] = turn.backend or "none"
+    if turn.failed_backends:
+        headers[FALLBACK_HEADER] = ",".join(turn.failed_backends)
     refused = refusal(provider, upstream, headers)
     if refused is not None:
         return refused

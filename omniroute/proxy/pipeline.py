@@ -12,7 +12,9 @@ from flask import Request
 
 from jobs import request_extraction, request_extraction_of_text
 
+from ..memory.backends.base import SearchQuery
 from ..memory.budget import within_budget
+from ..memory.model import Memory
 from ..memory.tokens import count_tokens
 from ..metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from ..providers.registry import Provider
@@ -24,6 +26,8 @@ log = logging.getLogger(__name__)
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
+# How many memories a remote backend is asked for; the token budget then takes its share.
+RECALL_LIMIT = 50
 
 
 @dataclass
@@ -37,6 +41,9 @@ class MemoryTurn:
     injected: list[str] = field(default_factory=list)
 
     settings: dict[str, Any] = field(default_factory=dict)
+    # Which backend answered the search, and those that failed first (remote primaries).
+    backend: str | None = None
+    failed_backends: tuple[str, ...] = ()
 
     @classmethod
     def begin(cls, svc: Services, request: Request, api_key_id: str, user_text: str) -> MemoryTurn:
@@ -61,16 +68,9 @@ class MemoryTurn:
         if not self.enabled:
             return body
         started = time.perf_counter()
-        ranking = svc.retriever.rank(
-            api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
-        )
-        took = time.perf_counter() - started
-        fallback = "yes" if ranking.fallback_reason else "no"
-        RETRIEVAL_LATENCY.labels(ranking.strategy_used, fallback).observe(took)
-        svc.activity.retrieval(took)
-        memories = within_budget(
-            [item.memory for item in ranking.items], self.settings["maxTokens"]
-        )
+        found = self._recall(svc)
+        svc.activity.retrieval(time.perf_counter() - started)
+        memories = within_budget(found, self.settings["maxTokens"])
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
@@ -85,6 +85,41 @@ class MemoryTurn:
             model=model,
             supports_system_role=provider.supports_system_role,
         )
+
+    def _recall(self, svc: Services) -> list[Memory]:
+        """The key's memories for this request, best first: the retriever's ranking of the
+        local store, or the primary backend's search (a fallback's when it fails)."""
+        started = time.perf_counter()
+        manager = svc.backends.remote_primary()
+        if manager is None:
+            ranking = svc.retriever.rank(
+                api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
+            )
+            fallback = "yes" if ranking.fallback_reason else "no"
+            RETRIEVAL_LATENCY.labels(ranking.strategy_used, fallback).observe(
+                time.perf_counter() - started
+            )
+            return [item.memory for item in ranking.items]
+        query = SearchQuery(
+            query=self.user_text,
+            api_key_id=self.api_key_id,
+            limit=RECALL_LIMIT,
+            max_tokens=self.settings["maxTokens"],
+            strategy=self.settings["strategy"],
+        )
+        found = manager.search(query)
+        self.backend, self.failed_backends = found.backend, found.failed
+        RETRIEVAL_LATENCY.labels(
+            f"backend:{found.backend}", "yes" if found.fallback_reason else "no"
+        ).observe(time.perf_counter() - started)
+        owned = [m for m in found.memories if m.api_key_id == self.api_key_id]
+        if len(owned) < len(found.memories):  # a backend must never cross keys: drop them
+            log.warning(
+                "backend %s returned %d memories of other keys; dropped",
+                found.backend,
+                len(found.memories) - len(owned),
+            )
+        return owned
 
     def finish(self, svc: Services, reply: str) -> None:
         """After a successful answer: extract facts from the user's message and the reply.

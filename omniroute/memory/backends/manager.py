@@ -36,6 +36,7 @@ class Found:
     memories: list[Memory]
     backend: str | None
     fallback_reason: str | None = None
+    failed: tuple[str, ...] = ()  # the backends that failed first, in order
 
 
 class MemoryManager:
@@ -129,16 +130,17 @@ class MemoryManager:
         return result
 
     def search(self, query: SearchQuery) -> Found:
-        reasons = []
+        reasons, failed = [], []
         for backend in (self.primary, *self.fallbacks):
             try:
                 memories = backend.search(query)
             except BackendError as exc:
                 log.warning("backend %s: search failed: %s", backend.id, exc)
                 reasons.append(f"{backend.id}: {exc}")
+                failed.append(backend.id)
                 continue
-            return Found(memories, backend.id, "; ".join(reasons) or None)
-        return Found([], None, "; ".join(reasons))
+            return Found(memories, backend.id, "; ".join(reasons) or None, tuple(failed))
+        return Found([], None, "; ".join(reasons), tuple(failed))
 
     def health(self) -> dict[str, Health]:
         return {backend_id: backend.health() for backend_id, backend in self._backends.items()}

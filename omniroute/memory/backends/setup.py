@@ -59,6 +59,17 @@ class BackendSetup:
                 self._applied = fingerprint
         return self.manager
 
+    def remote_primary(self) -> MemoryManager | None:
+        """The manager when a backend other than the local store is primary, else None (the
+        local paths then serve as they always have)."""
+        manager = self.current()
+        return None if manager.primary.id == LOCAL_ID else manager
+
+    def remote_writer(self):
+        """Where extracted facts go: the remote primary's create, or None for the store."""
+        manager = self.remote_primary()
+        return None if manager is None else manager.create
+
     def _apply(self, values: Mapping[str, Any]) -> None:
         for backend_id in self._remote:
             self.manager.unregister(backend_id)

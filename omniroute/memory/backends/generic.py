@@ -26,7 +26,6 @@ from urllib.parse import quote
 
 import httpx
 
-from ...net import BlockedURL, pin_base_url
 from ..model import Memory, MemoryPage
 from .base import (
     BackendError,
@@ -37,6 +36,7 @@ from .base import (
     SearchQuery,
     elapsed_ms,
 )
+from .guarded import GuardedHttp, NotFound
 from .wire import (
     changes_json,
     memories_from_json,
@@ -89,8 +89,17 @@ class GenericMemoryBackend:
         self.id = backend_id
         self.display_name = display_name
         self.config = config
-        self._http = http
-        self._allow_local = allow_local
+        headers = {"Content-Type": "application/json", **config.headers}
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+        self._http = GuardedHttp(
+            display_name,
+            config.base_url,
+            http,
+            allow_local=allow_local,
+            headers=headers,
+            timeout_seconds=config.timeout_ms / 1000,
+        )
         self._ready = False
 
     # -- life cycle -----------------------------------------------------------------------
@@ -110,7 +119,7 @@ class GenericMemoryBackend:
     def health(self) -> Health:
         started = time.perf_counter()
         try:
-            self._request("GET", self.config.endpoint("health"))
+            self._http.send("GET", self.config.endpoint("health"))
         except BackendError as exc:
             return Health(False, elapsed_ms(started), str(exc))
         return Health(True, elapsed_ms(started))
@@ -179,51 +188,11 @@ class GenericMemoryBackend:
         if not self._ready:
             self.initialize()
         try:
-            return self._request(method, path, **options)
-        except _NotFound as exc:
+            return self._http.json(method, path, **options)
+        except NotFound as exc:
             if missing is ...:
                 raise BackendError(str(exc)) from None
             return missing
         except BackendError:
             self._ready = False  # the next call checks health again
             raise
-
-    def _request(self, method: str, path: str, **options: Any) -> Any:
-        try:
-            pinned = pin_base_url(self.config.base_url, allow_local=self._allow_local)
-        except BlockedURL as exc:
-            raise BackendError(f"{self.display_name}'s URL is refused: {exc}") from None
-        headers = {"Content-Type": "application/json", **self.config.headers}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        request = pinned.request(
-            self._http,
-            method,
-            path,
-            headers=headers,
-            timeout=self.config.timeout_ms / 1000,
-            **options,
-        )
-        try:
-            response = self._http.send(request, follow_redirects=False)
-        except httpx.TimeoutException:
-            raise BackendError(f"{self.display_name} did not answer in time.") from None
-        except httpx.HTTPError as exc:
-            raise BackendError(
-                f"Could not reach {self.display_name} at {self.config.base_url}: "
-                f"{type(exc).__name__}."
-            ) from None
-        if response.status_code == 404:
-            raise _NotFound(f"HTTP 404: {response.text[:500]}")
-        if not 200 <= response.status_code < 300:  # a redirect too: never followed
-            raise BackendError(f"HTTP {response.status_code}: {response.text[:500]}")
-        if response.status_code == 204 or not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            raise BackendError(f"{self.display_name} sent a body that is not JSON.") from None
-
-
-class _NotFound(BackendError):
-    pass

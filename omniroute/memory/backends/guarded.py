@@ -1,0 +1,70 @@
+"""HTTP for remote backends: every request through the outbound URL guard, sent to the
+checked address, never following a redirect, its failures as BackendErrors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from ...net import BlockedURL, pin_base_url
+from .base import BackendError
+
+
+class NotFound(BackendError):
+    """The backend answered 404."""
+
+
+class GuardedHttp:
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        http: httpx.Client,
+        *,
+        allow_local: bool,
+        headers: Mapping[str, str],
+        timeout_seconds: float,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        self._http = http
+        self._allow_local = allow_local
+        self._headers = dict(headers)
+        self._timeout = timeout_seconds
+
+    def send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """The answer to a 2xx; NotFound on 404, BackendError on any other status (a
+        redirect too), a refused URL, a timeout or no connection."""
+        try:
+            pinned = pin_base_url(self.base_url, allow_local=self._allow_local)
+        except BlockedURL as exc:
+            raise BackendError(f"{self.name}'s URL is refused: {exc}") from None
+        headers = {**self._headers, **options.pop("headers", {})}
+        request = pinned.request(
+            self._http, method, path, headers=headers, timeout=self._timeout, **options
+        )
+        try:
+            response = self._http.send(request, follow_redirects=False)
+        except httpx.TimeoutException:
+            raise BackendError(f"{self.name} did not answer in time.") from None
+        except httpx.HTTPError as exc:
+            raise BackendError(
+                f"Could not reach {self.name} at {self.base_url}: {type(exc).__name__}."
+            ) from None
+        if response.status_code == 404:
+            raise NotFound(f"HTTP 404: {response.text[:500]}")
+        if not 200 <= response.status_code < 300:
+            raise BackendError(f"HTTP {response.status_code}: {response.text[:500]}")
+        return response
+
+    def json(self, method: str, path: str, **options: Any) -> Any:
+        """The decoded JSON of a 2xx answer; None for 204 or an empty body."""
+        response = self.send(method, path, **options)
+        if response.status_code == 204 or not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise BackendError(f"{self.name} sent a body that is not JSON.") from None

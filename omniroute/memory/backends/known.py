@@ -1,5 +1,6 @@
-"""Backends made from settings: a `backendConfigs` entry names a generic HTTP backend's
-configuration, in the reference's camelCase JSON."""
+"""Backends made from settings: a `backendConfigs` entry is a generic HTTP backend's
+configuration in the reference's camelCase JSON, or, with `"type": "obsidian"`, a vault
+behind the Obsidian Local REST API (`{baseUrl, apiKey, folder}`)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,14 @@ from .generic import (
     GenericConfig,
     GenericMemoryBackend,
 )
+from .obsidian import DEFAULT_FOLDER, ObsidianBackend
+from .obsidian import DEFAULT_URL as OBSIDIAN_URL
 
 PATH_NAMES = ("id", "memoryId")
+GENERIC_FIELDS = frozenset(
+    {"type", "baseUrl", "apiKey", "headers", "timeout", "endpoints", "queryParams",
+     "pathParams", "displayName"}
+)  # fmt: skip
 
 
 class BadBackendConfig(ValueError):
@@ -30,14 +37,15 @@ class BadBackendConfig(ValueError):
 def generic_config(raw: Mapping[str, Any]) -> GenericConfig:
     """A GenericConfig from `{baseUrl, apiKey?, headers?, timeout? (ms), endpoints?,
     queryParams?, pathParams?}`; anything else is a BadBackendConfig naming the field."""
+    unknown = sorted(set(raw) - GENERIC_FIELDS)
+    if unknown:
+        raise BadBackendConfig(unknown[0], "is not a field of a generic backend")
     if not isinstance(raw.get("baseUrl"), str) or not raw["baseUrl"].strip():
         raise BadBackendConfig("baseUrl", "required: the backend's http(s) URL")
     api_key = raw.get("apiKey")
     if api_key is not None and not isinstance(api_key, str):
         raise BadBackendConfig("apiKey", "must be a string")
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT_MS)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 120_000:
-        raise BadBackendConfig("timeout", "must be whole milliseconds, 1 to 120000")
+    timeout = _timeout(raw)
     return GenericConfig(
         base_url=raw["baseUrl"].strip(),
         api_key=api_key or None,
@@ -47,6 +55,13 @@ def generic_config(raw: Mapping[str, Any]) -> GenericConfig:
         query_params=_strings(raw, "queryParams", QUERY_NAMES),
         path_params=_strings(raw, "pathParams", PATH_NAMES),
     )
+
+
+def _timeout(raw: Mapping[str, Any]) -> int:
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT_MS)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= 120_000:
+        raise BadBackendConfig("timeout", "must be whole milliseconds, 1 to 120000")
+    return timeout
 
 
 def _strings(raw: Mapping[str, Any], name: str, allowed) -> dict[str, str]:
@@ -61,10 +76,41 @@ def _strings(raw: Mapping[str, Any], name: str, allowed) -> dict[str, str]:
     return dict(value)
 
 
-def make_backend(
-    backend_id: str, raw: Mapping[str, Any], http: httpx.Client, *, allow_local: bool
-) -> GenericMemoryBackend:
+TYPES = ("generic", "obsidian")
+OBSIDIAN_FIELDS = frozenset({"type", "baseUrl", "apiKey", "folder", "timeout", "displayName"})
+
+
+def check_config(raw: Mapping[str, Any]) -> None:
+    """Raise BadBackendConfig naming the field when a backend cannot be made from `raw`."""
+    kind = raw.get("type", "generic")
+    if kind not in TYPES:
+        raise BadBackendConfig("type", f"must be one of {', '.join(TYPES)}")
+    if kind == "generic":
+        generic_config(raw)
+        return
+    unknown = sorted(set(raw) - OBSIDIAN_FIELDS)
+    if unknown:
+        raise BadBackendConfig(unknown[0], "is not a field of an obsidian backend")
+    for name in ("baseUrl", "apiKey", "folder"):
+        if name in raw and not isinstance(raw[name], str):
+            raise BadBackendConfig(name, "must be a string")
+    _timeout(raw)
+
+
+def make_backend(backend_id: str, raw: Mapping[str, Any], http: httpx.Client, *, allow_local: bool):
+    check_config(raw)
     name = raw.get("displayName") if isinstance(raw.get("displayName"), str) else backend_id
+    if raw.get("type") == "obsidian":
+        return ObsidianBackend(
+            http,
+            base_url=raw.get("baseUrl") or OBSIDIAN_URL,
+            api_key=raw.get("apiKey") or None,
+            folder=raw.get("folder") or DEFAULT_FOLDER,
+            allow_local=allow_local,
+            backend_id=backend_id,
+            display_name=raw.get("displayName") or "Obsidian Vault",
+            timeout_seconds=_timeout(raw) / 1000,
+        )
     return GenericMemoryBackend(
         backend_id, name, generic_config(raw), http, allow_local=allow_local
     )

@@ -20,7 +20,7 @@ import httpx
 
 from ...sealed import SecretBox, masked
 from ..settings import MemorySettings
-from .known import BadBackendConfig, generic_config, make_backend
+from .known import BadBackendConfig, check_config, make_backend
 from .local import LOCAL_ALIASES, LOCAL_ID
 from .manager import MemoryManager, UnknownBackend
 
@@ -111,7 +111,7 @@ class BackendSetup:
             kept = current["backendConfigs"].get(backend_id, {}).get("apiKey")
             entry = self._with_key(dict(raw), kept)
             try:
-                generic_config(self._unsealed(entry))
+                check_config(self._unsealed(entry))
             except BadBackendConfig as exc:
                 raise BadBackendConfig(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
             sealed[backend_id] = entry

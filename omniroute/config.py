@@ -7,25 +7,16 @@ and a test keeps the two in step.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from . import config_values as values
+from .config_backends import BACKEND_SETTINGS
+from .config_values import Setting
 
 
 class ConfigError(ValueError):
     """An environment setting has a value that cannot be used."""
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    help: str
-    parse: Callable[[str], Any] = str
-    # Shown in the README instead of `default` when the default is derived from another setting.
-    default_doc: str | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -354,6 +345,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
+SETTINGS += BACKEND_SETTINGS
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 

@@ -1,11 +1,24 @@
-"""How an environment setting's text becomes its value: each parser raises ValueError, with
-the words the ConfigError quotes, on a value it cannot use (config.py's registry names them).
+"""A registry entry of an environment setting, and how a setting's text becomes its value:
+each parser raises ValueError, with the words the ConfigError quotes, on a value it cannot
+use (config.py's registry names them).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = str
+    # Shown in the README instead of `default` when the default is derived from another setting.
+    default_doc: str | None = None
 
 
 def positive_int(raw: str) -> int:

@@ -177,6 +177,7 @@ class Services:
             box,
             http,
             allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+            env=config,
         )
         scheduler = Scheduler(
             app,

@@ -9,39 +9,24 @@ when a test sets one, e.g. `{("GET", "/health"): (500, "down")}`.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.loopback import LoopbackServer, read_body, reply
 
-class MemoryService:
+
+class MemoryService(LoopbackServer):
     def __init__(self) -> None:
         self.memories: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
         self.answers: dict[tuple[str, str], tuple[int, Any]] = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(_handler(self))
 
     @property
     def last(self) -> dict[str, Any]:
         return self.requests[-1]
-
-    def start(self) -> MemoryService:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def add(self, **fields: Any) -> dict[str, Any]:
         memory = {
@@ -99,24 +84,15 @@ def _handler(service: MemoryService) -> type[BaseHTTPRequestHandler]:
         def _any(self) -> None:
             parts = urlsplit(self.path)
             query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = read_body(self)
             body = json.loads(raw) if raw else None
             service.requests.append(
                 {"method": self.command, "path": parts.path, "query": query,
                  "headers": dict(self.headers), "body": body}
             )  # fmt: skip
             status, payload = service.answer(self.command, parts.path, query, body)
-            data = b"" if payload is None else (
-                payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-            )  # fmt: skip
-            self.send_response(status)
-            if status in (301, 302, 307, 308):
-                self.send_header("Location", "/moved")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            moved = {"Location": "/moved"} if status in (301, 302, 307, 308) else {}
+            reply(self, status, payload, **moved)
 
         do_GET = do_POST = do_PATCH = do_DELETE = _any
 

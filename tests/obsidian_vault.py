@@ -9,36 +9,20 @@ recorded, so a test can say which routes were used.
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.loopback import LoopbackServer, read_body, reply
 
 API_KEY = "vault-key-5678"
 
 
-class ObsidianVault:
+class ObsidianVault(LoopbackServer):
     def __init__(self) -> None:
         self.notes: dict[str, str] = {}
         self.requests: list[dict[str, Any]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> ObsidianVault:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(_handler(self))
 
     def answer(self, method: str, path: str, query: dict, body: bytes, authorised: bool):
         if path == "/" and method == "GET":
@@ -83,23 +67,10 @@ def _handler(vault: ObsidianVault) -> type[BaseHTTPRequestHandler]:
         def _any(self) -> None:
             parts = urlsplit(self.path)
             query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            body = read_body(self)
             authorised = self.headers.get("Authorization") == f"Bearer {API_KEY}"
             vault.requests.append({"method": self.command, "path": parts.path, "query": query})
-            status, payload = vault.answer(self.command, parts.path, query, body, authorised)
-            if isinstance(payload, str):
-                data, kind = payload.encode("utf-8"), "text/markdown"
-            else:
-                data, kind = (
-                    (b"" if payload is None else json.dumps(payload).encode()),
-                    "application/json",
-                )
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, *vault.answer(self.command, parts.path, query, body, authorised))
 
         do_GET = do_PUT = do_POST = do_DELETE = _any
 

@@ -81,3 +81,33 @@ def test_another_process_picks_up_a_change_at_its_next_use(client, admin, svc, m
     assert manager.primary.id == "local"
     svc.memory_settings.update({"backendConfigs": brain(memory_service), "primaryBackend": "brain"})
     assert svc.backends.current().primary.id == "brain"
+
+
+@pytest.mark.sqlite_only
+def test_obsidian_and_notion_are_registered_from_the_environment(tmp_path, database_url):
+    from omniroute.factory import create_app
+    from tests.helpers import ADMIN_TOKEN, app_settings
+    from tests.obsidian_vault import API_KEY, ObsidianVault
+
+    vault = ObsidianVault().start()
+    app = create_app(
+        app_settings(
+            tmp_path,
+            database_url,
+            OBSIDIAN_API_URL=vault.url,
+            OBSIDIAN_API_KEY=API_KEY,
+            NOTION_API_KEY="secret_x",
+        )  # fmt: skip
+    )
+    try:
+        client, admin = app.test_client(), {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        listed = {
+            b["id"]: b for b in client.get("/api/memory/backends", headers=admin).json["data"]
+        }
+        assert set(listed) == {"local", "obsidian"}, "notion needs NOTION_DATABASE_ID too"
+        assert listed["obsidian"]["health"]["ok"]
+        assert put(client, admin, primaryBackend="obsidian").status_code == 200
+        assert app.extensions["omniroute"].backends.current().primary.id == "obsidian"
+    finally:
+        app.extensions["omniroute"].close()
+        vault.stop()

@@ -89,3 +89,13 @@ class MemoryBackend(Protocol):
     def initialize(self) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+class Stateless:
+    """initialize and shutdown for a backend that holds nothing between calls."""
+
+    def initialize(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass

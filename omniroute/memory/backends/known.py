@@ -1,6 +1,7 @@
 """Backends made from settings: a `backendConfigs` entry is a generic HTTP backend's
 configuration in the reference's camelCase JSON, or, with `"type": "obsidian"`, a vault
-behind the Obsidian Local REST API (`{baseUrl, apiKey, folder}`)."""
+behind the Obsidian Local REST API (`{baseUrl, apiKey, folder}`), or with `"type":
+"notion"` a Notion database (`{apiKey, databaseId, baseUrl}`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .generic import (
     GenericConfig,
     GenericMemoryBackend,
 )
+from .notion import DEFAULT_URL as NOTION_URL
+from .notion import NotionBackend
 from .obsidian import DEFAULT_FOLDER, ObsidianBackend
 from .obsidian import DEFAULT_URL as OBSIDIAN_URL
 
@@ -76,8 +79,14 @@ def _strings(raw: Mapping[str, Any], name: str, allowed) -> dict[str, str]:
     return dict(value)
 
 
-TYPES = ("generic", "obsidian")
-OBSIDIAN_FIELDS = frozenset({"type", "baseUrl", "apiKey", "folder", "timeout", "displayName"})
+TYPES = ("generic", "obsidian", "notion")
+# Fields of the known backends' configs, and the string fields among them.
+KNOWN_FIELDS = {
+    "obsidian": ({"type", "baseUrl", "apiKey", "folder", "timeout", "displayName"},
+                 ("baseUrl", "apiKey", "folder", "displayName")),
+    "notion": ({"type", "baseUrl", "apiKey", "databaseId", "timeout", "displayName"},
+               ("baseUrl", "apiKey", "databaseId", "displayName")),
+}  # fmt: skip
 
 
 def check_config(raw: Mapping[str, Any]) -> None:
@@ -88,12 +97,15 @@ def check_config(raw: Mapping[str, Any]) -> None:
     if kind == "generic":
         generic_config(raw)
         return
-    unknown = sorted(set(raw) - OBSIDIAN_FIELDS)
+    fields, strings = KNOWN_FIELDS[kind]
+    unknown = sorted(set(raw) - fields)
     if unknown:
-        raise BadBackendConfig(unknown[0], "is not a field of an obsidian backend")
-    for name in ("baseUrl", "apiKey", "folder"):
+        raise BadBackendConfig(unknown[0], f"is not a field of a {kind} backend")
+    for name in strings:
         if name in raw and not isinstance(raw[name], str):
             raise BadBackendConfig(name, "must be a string")
+    if kind == "notion" and not raw.get("databaseId"):
+        raise BadBackendConfig("databaseId", "required: the id of the memories database")
     _timeout(raw)
 
 
@@ -109,6 +121,17 @@ def make_backend(backend_id: str, raw: Mapping[str, Any], http: httpx.Client, *,
             allow_local=allow_local,
             backend_id=backend_id,
             display_name=raw.get("displayName") or "Obsidian Vault",
+            timeout_seconds=_timeout(raw) / 1000,
+        )
+    if raw.get("type") == "notion":
+        return NotionBackend(
+            http,
+            database_id=raw["databaseId"],
+            api_key=raw.get("apiKey") or None,
+            allow_local=allow_local,
+            base_url=raw.get("baseUrl") or NOTION_URL,
+            backend_id=backend_id,
+            display_name=raw.get("displayName") or "Notion",
             timeout_seconds=_timeout(raw) / 1000,
         )
     return GenericMemoryBackend(

@@ -12,14 +12,14 @@ from ..model import Memory, MemoryFilter, MemoryPage
 from ..retrieval import Retriever
 from ..settings import MemorySettings
 from ..store import MemoryNotFound, MemoryStore
-from .base import Health, ListQuery, NewMemory, SearchQuery, elapsed_ms
+from .base import Health, ListQuery, NewMemory, SearchQuery, Stateless, elapsed_ms
 
 LOCAL_ID = "local"
 # The names the settings may give it: the reference's "sqlite", and the other dialect's.
 LOCAL_ALIASES = {"sqlite": LOCAL_ID, "postgresql": LOCAL_ID}
 
 
-class LocalBackend:
+class LocalBackend(Stateless):
     id = LOCAL_ID
 
     def __init__(self, store: MemoryStore, retriever: Retriever, settings: MemorySettings) -> None:
@@ -28,12 +28,6 @@ class LocalBackend:
         self.settings = settings
         dialect = "PostgreSQL" if store.db.dialect == "postgresql" else "SQLite"
         self.display_name = f"Local store ({dialect})"
-
-    def initialize(self) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
 
     def health(self) -> Health:
         started = time.perf_counter()

@@ -25,7 +25,7 @@ import httpx
 from ...clock import now_iso
 from ..model import Memory, MemoryPage
 from ..query_words import topic_words
-from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, elapsed_ms
+from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless, elapsed_ms
 from .guarded import GuardedHttp, NotFound
 
 DEFAULT_URL = "http://localhost:27123"
@@ -39,7 +39,7 @@ def file_name(text: str) -> str:
     return _UNSAFE.sub("_", text).strip(" .") or "_"
 
 
-class ObsidianBackend:
+class ObsidianBackend(Stateless):
     def __init__(
         self,
         http: httpx.Client,
@@ -64,12 +64,6 @@ class ObsidianBackend:
             headers=headers,
             timeout_seconds=timeout_seconds,
         )
-
-    def initialize(self) -> None:
-        pass
-
-    def shutdown(self) -> None:
-        pass
 
     def health(self) -> Health:
         started = time.perf_counter()

@@ -23,11 +23,33 @@ from ..settings import MemorySettings
 from .known import BadBackendConfig, check_config, make_backend
 from .local import LOCAL_ALIASES, LOCAL_ID
 from .manager import MemoryManager, UnknownBackend
+from .notion import DEFAULT_URL as NOTION_URL
+from .obsidian import DEFAULT_URL as OBSIDIAN_URL
 
 log = logging.getLogger(__name__)
 
 LOCAL_NAMES = frozenset({LOCAL_ID, *LOCAL_ALIASES})
 NAMES = ("primaryBackend", "fallbackBackends", "backendConfigs")
+
+
+def env_configs(env: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The known backends the environment configures (a `backendConfigs` entry of the
+    same id wins)."""
+    configs: dict[str, dict[str, Any]] = {}
+    if env.get("OBSIDIAN_API_KEY"):
+        configs["obsidian"] = {
+            "type": "obsidian",
+            "baseUrl": env.get("OBSIDIAN_API_URL") or OBSIDIAN_URL,
+            "apiKey": env["OBSIDIAN_API_KEY"],
+        }
+    if env.get("NOTION_API_KEY") and env.get("NOTION_DATABASE_ID"):
+        configs["notion"] = {
+            "type": "notion",
+            "baseUrl": env.get("NOTION_API_URL") or NOTION_URL,
+            "apiKey": env["NOTION_API_KEY"],
+            "databaseId": env["NOTION_DATABASE_ID"],
+        }
+    return configs
 
 
 class BackendSetup:
@@ -39,8 +61,11 @@ class BackendSetup:
         http: httpx.Client,
         *,
         allow_local: bool,
+        env: Mapping[str, Any] | None = None,
     ) -> None:
+        """`env` is the app's config: OBSIDIAN_* and NOTION_* register those backends."""
         self.manager = manager
+        self._env_configs = env_configs(env or {})
         self._settings = settings
         self._box = box
         self._http = http
@@ -74,7 +99,7 @@ class BackendSetup:
         for backend_id in self._remote:
             self.manager.unregister(backend_id)
         self._remote = set()
-        for backend_id, raw in values["backendConfigs"].items():
+        for backend_id, raw in {**self._env_configs, **values["backendConfigs"]}.items():
             try:
                 backend = make_backend(
                     backend_id, self._unsealed(raw), self._http, allow_local=self._allow_local
@@ -117,7 +142,7 @@ class BackendSetup:
             sealed[backend_id] = entry
         if "backendConfigs" in changes:
             changed["backendConfigs"] = sealed
-        known = LOCAL_NAMES | set(sealed)
+        known = LOCAL_NAMES | set(sealed) | set(self._env_configs)
         primary = changes.get("primaryBackend", current["primaryBackend"])
         if primary not in known:
             raise BadBackendConfig(

@@ -6,6 +6,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 class LoopbackServer:
@@ -30,6 +31,17 @@ class LoopbackServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing, with the request's path and query at hand."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def target(self) -> tuple[str, dict[str, str]]:
+        parts = urlsplit(self.path)
+        return parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()}
 
 
 def read_body(handler: BaseHTTPRequestHandler) -> bytes:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from tests.loopback import LoopbackServer, read_body, reply
+from tests.loopback import LoopbackServer, QuietHandler, read_body, reply
 
 
 class MemoryService(LoopbackServer):
@@ -76,21 +74,17 @@ class MemoryService(LoopbackServer):
         return [m for m in self.memories.values() if key is None or m["apiKeyId"] == key]
 
 
-def _handler(service: MemoryService) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+def _handler(service: MemoryService) -> type[QuietHandler]:
+    class Handler(QuietHandler):
         def _any(self) -> None:
-            parts = urlsplit(self.path)
-            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            path, query = self.target()
             raw = read_body(self)
             body = json.loads(raw) if raw else None
             service.requests.append(
-                {"method": self.command, "path": parts.path, "query": query,
+                {"method": self.command, "path": path, "query": query,
                  "headers": dict(self.headers), "body": body}
             )  # fmt: skip
-            status, payload = service.answer(self.command, parts.path, query, body)
+            status, payload = service.answer(self.command, path, query, body)
             moved = {"Location": "/moved"} if status in (301, 302, 307, 308) else {}
             reply(self, status, payload, **moved)
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.loopback import LoopbackServer, read_body, reply
+from tests.loopback import LoopbackServer, QuietHandler, read_body, reply
 
 API_KEY = "secret_notion_9012"
 DATABASE = "db-memories"
@@ -78,11 +77,8 @@ class NotionApi(LoopbackServer):
         return 404, {"object": "error", "code": "invalid_request_url"}
 
 
-def _handler(api: NotionApi) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+def _handler(api: NotionApi) -> type[QuietHandler]:
+    class Handler(QuietHandler):
         def _any(self) -> None:
             raw = read_body(self)
             body = json.loads(raw) if raw else None

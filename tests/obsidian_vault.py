@@ -9,11 +9,10 @@ recorded, so a test can say which routes were used.
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
-from tests.loopback import LoopbackServer, read_body, reply
+from tests.loopback import LoopbackServer, QuietHandler, read_body, reply
 
 API_KEY = "vault-key-5678"
 
@@ -59,18 +58,14 @@ class ObsidianVault(LoopbackServer):
         return 405, {}
 
 
-def _handler(vault: ObsidianVault) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
+def _handler(vault: ObsidianVault) -> type[QuietHandler]:
+    class Handler(QuietHandler):
         def _any(self) -> None:
-            parts = urlsplit(self.path)
-            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+            path, query = self.target()
             body = read_body(self)
             authorised = self.headers.get("Authorization") == f"Bearer {API_KEY}"
-            vault.requests.append({"method": self.command, "path": parts.path, "query": query})
-            reply(self, *vault.answer(self.command, parts.path, query, body, authorised))
+            vault.requests.append({"method": self.command, "path": path, "query": query})
+            reply(self, *vault.answer(self.command, path, query, body, authorised))
 
         do_GET = do_PUT = do_POST = do_DELETE = _any
 

@@ -58,7 +58,9 @@ def test_02_accepts_a_custom_timeout(make):
 # -- health --------------------------------------------------------------------------------
 
 
-def test_03_health_is_ok_when_the_backend_answers_200(make):
+def test_03_health_is_ok_when_the_backend_answers_200(make, memory_service):
+    assert make().health().ok
+    memory_service.answers[("GET", "/health")] = (200, "OK")  # not JSON: healthy all the same
     assert make().health().ok
 
 

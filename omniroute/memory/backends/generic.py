@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +33,6 @@ from .base import (
     ListQuery,
     NewMemory,
     SearchQuery,
-    elapsed_ms,
 )
 from .guarded import GuardedHttp, NotFound
 from .wire import (
@@ -117,12 +115,7 @@ class GenericMemoryBackend:
         self._ready = False
 
     def health(self) -> Health:
-        started = time.perf_counter()
-        try:
-            self._http.send("GET", self.config.endpoint("health"))
-        except BackendError as exc:
-            return Health(False, elapsed_ms(started), str(exc))
-        return Health(True, elapsed_ms(started))
+        return self._http.check(self.config.endpoint("health"))[0]
 
     # -- memories -------------------------------------------------------------------------
 

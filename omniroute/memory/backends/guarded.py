@@ -3,13 +3,14 @@ checked address, never following a redirect, its failures as BackendErrors."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from ...net import BlockedURL, pin_base_url
-from .base import BackendError
+from .base import BackendError, Health, elapsed_ms
 
 
 class NotFound(BackendError):
@@ -58,6 +59,20 @@ class GuardedHttp:
         if not 200 <= response.status_code < 300:
             raise BackendError(f"HTTP {response.status_code}: {response.text[:500]}")
         return response
+
+    def check(self, path: str) -> tuple[Health, Any]:
+        """A GET of `path` as a health check: its Health (with latency), and its JSON (None
+        for a body that is not JSON: a plain "OK" is healthy too)."""
+        started = time.perf_counter()
+        try:
+            response = self.send("GET", path)
+        except BackendError as exc:
+            return Health(False, elapsed_ms(started), str(exc)), None
+        try:
+            answer = response.json() if response.content else None
+        except ValueError:
+            answer = None
+        return Health(True, elapsed_ms(started)), answer
 
     def json(self, method: str, path: str, **options: Any) -> Any:
         """The decoded JSON of a 2xx answer; None for 204 or an empty body."""

@@ -10,7 +10,6 @@ any of the query's topic words. A deleted memory's page is archived, as Notion d
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +17,7 @@ import httpx
 
 from ..model import Memory, MemoryPage
 from ..query_words import topic_words
-from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless, elapsed_ms
+from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless
 from .guarded import GuardedHttp, NotFound
 
 DEFAULT_URL = "https://api.notion.com/v1"
@@ -64,12 +63,7 @@ class NotionBackend(Stateless):
         )
 
     def health(self) -> Health:
-        started = time.perf_counter()
-        try:
-            self._http.json("GET", f"/databases/{self.database_id}")
-        except BackendError as exc:
-            return Health(False, elapsed_ms(started), str(exc))
-        return Health(True, elapsed_ms(started))
+        return self._http.check(f"/databases/{self.database_id}")[0]
 
     # -- memories -------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +24,7 @@ import httpx
 from ...clock import now_iso
 from ..model import Memory, MemoryPage
 from ..query_words import topic_words
-from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless, elapsed_ms
+from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless
 from .guarded import GuardedHttp, NotFound
 
 DEFAULT_URL = "http://localhost:27123"
@@ -66,14 +65,12 @@ class ObsidianBackend(Stateless):
         )
 
     def health(self) -> Health:
-        started = time.perf_counter()
-        try:
-            status = self._http.json("GET", "/")
-        except BackendError as exc:
-            return Health(False, elapsed_ms(started), str(exc))
-        if not isinstance(status, Mapping) or status.get("authenticated") is not True:
-            return Health(False, elapsed_ms(started), "the vault refused the API key")
-        return Health(True, elapsed_ms(started))
+        health, status = self._http.check("/")
+        if health.ok and (
+            not isinstance(status, Mapping) or status.get("authenticated") is not True
+        ):
+            return Health(False, health.latency_ms, "the vault refused the API key")
+        return health
 
     # -- memories -------------------------------------------------------------------------
 

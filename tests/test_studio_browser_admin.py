@@ -125,6 +125,23 @@ def test_the_activity_view_draws_its_charts_and_switches_windows(page, svc):
     expect(page.locator("dl.stats")).to_contain_text("Chats4")
 
 
+def test_the_engine_tab_chooses_the_memory_backends_and_tests_one(page, svc, memory_service):
+    svc.memory_settings.update({"backendConfigs": {"brain": {"baseUrl": memory_service.url}}})
+    log_in(page, "/dashboard/memory?tab=engine")
+    card = page.locator("#backends-card")
+    card.get_by_label("Primary backend").select_option("brain")
+    card.locator("#backend-fallback-local").check()
+    card.get_by_role("button", name="Save backends").click()
+    expect(page.locator("#announcer")).to_have_text("Memory backends saved")
+    settings = svc.memory_settings.get()
+    assert (settings["primaryBackend"], settings["fallbackBackends"]) == ("brain", ["sqlite"])
+    assert svc.backends.current().primary.id == "brain"
+    card = page.locator("#backends-card")
+    card.get_by_label("Test the connection of").select_option("brain")
+    card.get_by_role("button", name="Test connection").click()
+    expect(page.locator("#backend-tests")).to_contain_text("brain answers")
+
+
 def test_add_edit_and_remove_a_provider_with_its_key_masked(page, svc):
     log_in(page, "/dashboard/providers")
     page.get_by_label("Id (the prefix").fill("acme")

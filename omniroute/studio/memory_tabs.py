@@ -9,6 +9,7 @@ from typing import Any
 import marshmallow as ma
 from flask import url_for
 
+from ..memory.backends.local import LOCAL_ID
 from ..memory.embedding.base import EmbeddingError
 from ..memory.listing import ListingQuery, filters_from, listing
 from ..memory.preview import preview_retrieval
@@ -180,4 +181,30 @@ def engine_tab(svc: Services) -> dict[str, Any]:
         "chat_models": [
             f"{provider.id}/{model}" for provider in providers for model in provider.models
         ],
+    }
+
+
+LOCAL_SETTING_NAME = "sqlite"  # how the settings name the local store, as the reference does
+
+
+def backends_card(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
+    """The memory backends card: who is registered, primary and fallbacks as the settings
+    name them, and the connection test the admin asked for (health is checked only then:
+    a remote backend may take its whole timeout to fail)."""
+    manager = svc.backends.current()
+    settings = svc.memory_settings.get()
+    registered = manager.registered()
+    test = None
+    asked = args.get("backendTest")
+    if asked in {backend["id"] for backend in registered}:
+        health = manager.backend(asked).health()
+        test = {"id": asked, "ok": health.ok, "latencyMs": health.latency_ms,
+                "message": health.message}  # fmt: skip
+    return {
+        "backends": [
+            {**backend, "name": LOCAL_SETTING_NAME if backend["id"] == LOCAL_ID else backend["id"]}
+            for backend in registered
+        ],
+        "backend_settings": settings,
+        "backend_test": test,
     }

@@ -10,7 +10,14 @@ from ..memory.model import MEMORY_TYPES
 from ..services import services
 from .blueprint import bp
 from .charts import activity_charts, window_totals
-from .memory_tabs import compact_card, engine_tab, memories_tab, playground_tab, qdrant_card
+from .memory_tabs import (
+    backends_card,
+    compact_card,
+    engine_tab,
+    memories_tab,
+    playground_tab,
+    qdrant_card,
+)
 
 TABS = ("memories", "playground", "engine")
 
@@ -27,7 +34,11 @@ def memory():
     elif tab == "playground":
         details = playground_tab(svc, request.args, settings, all_keys)
     else:
-        details = {**engine_tab(svc), **qdrant_card(svc, request.args, all_keys)}
+        details = {
+            **engine_tab(svc),
+            **qdrant_card(svc, request.args, all_keys),
+            **backends_card(svc, request.args),
+        }
     return render_template(
         "studio/memory.html",
         tab=tab,

@@ -23,6 +23,7 @@ from .keys import ApiKeyStore
 from .memory.access import AccessRecorder
 from .memory.backends.local import LOCAL_ALIASES, LocalBackend
 from .memory.backends.manager import MemoryManager
+from .memory.backends.serving import ServingMemories
 from .memory.backends.setup import BackendSetup
 from .memory.backfill import Backfill
 from .memory.decay import DecayPolicy
@@ -85,6 +86,7 @@ class Services:
     scheduler: Scheduler
     activity: ActivityLog
     backends: BackendSetup
+    serving: ServingMemories
 
     @classmethod
     def build(cls, app: Flask, database: Database) -> Services:
@@ -218,6 +220,7 @@ class Services:
             scheduler=scheduler,
             activity=activity,
             backends=backends,
+            serving=ServingMemories(backends, memories, retriever, memory_settings),
         )
 
     def engine_report(self) -> dict[str, Any]:

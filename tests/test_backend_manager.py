@@ -133,3 +133,16 @@ def test_the_local_backend_searches_as_the_gateway_ranks_and_keeps_keys_apart(lo
     assert [(m.api_key_id, m.content) for m in found] == [("alice", "I prefer Vim")]
     assert local.update("missing", {"content": "x"}) is False
     assert local.health().ok
+
+
+def test_upsert_updates_the_owners_memory_of_the_same_key(manager, memory_service):
+    manager.configure("brain", [])
+    first, created = manager.upsert(NEW)
+    again, created_again = manager.upsert(
+        NewMemory(api_key_id="alice", key=NEW.key, content="I prefer Helix", metadata={"x": 1})
+    )
+    assert (created, created_again) == (True, False) and again.id == first.id
+    assert len(memory_service.memories) == 1, "a service that adds twins never gets one"
+    assert memory_service.memories[first.id]["content"] == "I prefer Helix"
+    other, created_other = manager.upsert(NewMemory(api_key_id="bob", key=NEW.key, content="Bob's"))
+    assert created_other and other.id != first.id

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 from .. import __version__
 from ..clock import to_iso
 from ..keys import READ_MEMORY, WRITE_MEMORY
-from ..memory import bulk
+from ..memory.backends.base import NewMemory
 from ..memory.budget import within_budget
 from ..memory.model import MemoryFilter
 from ..memory.store import KeyConflict, MemoryNotFound
@@ -129,8 +129,10 @@ def build_server(
         except UnstorableText as exc:
             raise ToolError(str(exc)) from None
 
+    memories = svc.serving  # the local store, or the primary backend and its fallbacks
+
     def owned(caller: Caller, memory_id: str):
-        memory = svc.memories.get(memory_id)
+        memory = memories.get(memory_id)
         if memory is None or (caller.api_key_id and memory.api_key_id != caller.api_key_id):
             raise ToolError(f"Memory {memory_id} not found.")
         return memory
@@ -141,7 +143,7 @@ def build_server(
             raise ToolError("Give the memory's id or its key (one of them).")
         if memory_id is not None:
             return owned(caller, memory_id)
-        memory = svc.memories.get_by_key(caller.owner(api_key_id), key)
+        memory = memories.get_by_key(caller.owner(api_key_id), key)
         if memory is None:
             raise ToolError(f"No memory has the key {key!r}.")
         return memory
@@ -170,25 +172,19 @@ def build_server(
         def work():
             settings = svc.memory_settings.get()
             budget = maxTokens or settings["maxTokens"] or 2000
-            scores: dict[str, float] = {}
-            if query and query.strip():
-                # The same retriever, with the same settings, as the proxy.
-                ranking = svc.retriever.rank(api_key_id=owner, query=query, settings=settings)
-                found = [item.memory for item in ranking.items]
-                scores = {item.memory.id: item.score for item in ranking.items}
-            else:
-                found = svc.memories.find(MemoryFilter(api_key_id=owner), limit=100)
+            # The same retrieval, with the same settings, as the proxy.
+            found, scores = memories.recall(owner, query, 100, budget)
             if type:
                 found = [memory for memory in found if memory.type == type]
             return within_budget(found[: limit or 100], budget), scores
 
-        memories, scores = await run(work)
+        taken, scores = await run(work)
         return {
             "success": True,
             "data": {
-                "memories": [_memory(m, scores.get(m.id)) for m in memories],
-                "count": len(memories),
-                "totalTokens": sum(count_tokens(m.content) for m in memories),
+                "memories": [_memory(m, scores.get(m.id)) for m in taken],
+                "count": len(taken),
+                "totalTokens": sum(count_tokens(m.content) for m in taken),
             },
         }
 
@@ -213,16 +209,15 @@ def build_server(
         owner = current_caller(stdio_caller, WRITE_MEMORY).owner(apiKeyId)
         if not content.strip() or not key.strip():
             raise ToolError("key and content must not be blank.")
-        memory, created = await run(
-            lambda: svc.memories.create(
-                api_key_id=owner,
-                key=key,
-                content=content,
-                type=type,
-                session_id=sessionId,
-                metadata=metadata or {},
-            )
+        new = NewMemory(
+            api_key_id=owner,
+            key=key,
+            content=content,
+            type=type,
+            session_id=sessionId,
+            metadata=metadata or {},
         )
+        memory, created = await run(lambda: memories.create(new))
         message = "Memory created." if created else "Memory with this key updated."
         return {"success": True, "data": {"memory": _memory(memory), "message": message}}
 
@@ -281,7 +276,7 @@ def build_server(
             raise ToolError("Give at least one field to change.")
 
         def work():
-            return svc.memories.update(referred(caller, id, key, apiKeyId).id, **changes)
+            return memories.update(referred(caller, id, key, apiKeyId), changes)
 
         try:
             memory = await run(work)
@@ -302,7 +297,7 @@ def build_server(
 
         def work():
             memory = referred(caller, id, key, apiKeyId)
-            svc.memories.delete(memory.id)
+            memories.delete(memory.id)
             return memory
 
         memory = await run(work)
@@ -331,7 +326,7 @@ def build_server(
             session_id=sessionId,
             created_before=to_iso(olderThan) if olderThan else None,
         )
-        count = await run(lambda: bulk.clear(svc.memories, doomed, dry_run=dryRun))
+        count = await run(lambda: memories.clear(doomed, dry_run=dryRun))
         message = f"Would delete {count} memories." if dryRun else f"Deleted {count} memories."
         return {
             "success": True,

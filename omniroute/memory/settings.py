@@ -140,17 +140,19 @@ SETTINGS: tuple[Setting, ...] = (
             "Qdrant sets it), otherwise the local index (sqlite-vec or pgvector).",
             choices=VECTOR_STORES),
     Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
-            "The memory backend that serves chats (their retrieval and extracted facts): "
-            "`sqlite` (the local store, whichever database) or an id of backendConfigs; "
-            "checked on PUT. Not yet applied to the REST API, MCP or the studio.",
+            "The memory backend that serves chats (their retrieval and extracted facts) and "
+            "the MCP tools: `sqlite` (the local store, whichever database) or an id of "
+            "backendConfigs; checked on PUT. Not yet applied to the REST API or the studio's "
+            "memory pages.",
             applied=False),
     Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,
             "Backends asked, in order, when the primary's search fails (ids as for "
-            "primaryBackend); not yet applied beyond chats, as primaryBackend.", applied=False),
+            "primaryBackend); not yet applied to the REST API, as primaryBackend.",
+            applied=False),
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
             "Generic HTTP backends by id: {baseUrl, apiKey (sealed; shown masked), headers, "
             "timeout (ms), endpoints, queryParams, pathParams}; listed with their health at "
-            "GET /api/memory/backends. Not yet applied beyond chats, as primaryBackend.",
+            "GET /api/memory/backends. Not yet applied to the REST API, as primaryBackend.",
             applied=False),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
             "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),

@@ -108,6 +108,28 @@ class MemoryManager:
     def list(self, query: ListQuery) -> MemoryPage:
         return self.primary.list(query)
 
+    def find_key(self, api_key_id: str, key: str) -> Memory | None:
+        """The owner's memory with this key on the primary (a list query: the interface
+        has no lookup by key)."""
+        page = self.primary.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
+        return next((m for m in page.data if m.key == key and m.api_key_id == api_key_id), None)
+
+    def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
+        """Create, or update the owner's memory of the same key (whether it was created), as
+        the local store's create does: a service that would add a twin never gets one."""
+        existing = self.find_key(memory.api_key_id, memory.key)
+        if existing is None:
+            return self.primary.create(memory), True
+        changes = {
+            "content": memory.content,
+            "type": memory.type,
+            "session_id": memory.session_id,
+            "metadata": {**existing.metadata, **memory.metadata},
+            "expires_at": memory.expires_at,
+        }
+        self.update(existing.id, changes)
+        return self.primary.get(existing.id) or existing, False
+
     def get(self, memory_id: str) -> Memory | None:
         for backend in (self.primary, *self.fallbacks):
             try:

@@ -91,9 +91,10 @@ class BackendSetup:
         return None if manager.primary.id == LOCAL_ID else manager
 
     def remote_writer(self):
-        """Where extracted facts go: the remote primary's create, or None for the store."""
+        """Where extracted facts go: the remote primary (an upsert on the key, so a retried
+        job never stores a fact twice), or None for the store."""
         manager = self.remote_primary()
-        return None if manager is None else manager.create
+        return None if manager is None else (lambda new: manager.upsert(new)[0])
 
     def _apply(self, values: Mapping[str, Any]) -> None:
         for backend_id in self._remote:

@@ -194,51 +194,6 @@ def test_an_agent_gets_updates_and_deletes_a_memory_by_its_key(gateway, keys, ga
     assert [m.content for m in bobs] == ["Bob's"], "a key reaches only its own"
 
 
-def test_a_read_only_key_may_search_and_get_but_not_write(gateway, keys, gateway_app):
-    svc = gateway_app.extensions["omniroute"]
-    reader, secret = svc.keys.create("dashboard bot", scopes=["read:memory"])
-    svc.memories.create(api_key_id=reader.id, key="preference:editor", content="Vim")
-    writes = {
-        "omniroute_memory_add": {"key": "k", "content": "x"},
-        "omniroute_memory_update": {"key": "preference:editor", "content": "Helix"},
-        "omniroute_memory_delete": {"key": "preference:editor"},
-        "omniroute_memory_clear": {},
-    }
-
-    async def work():
-        async with http_session(gateway.url, secret) as session:
-            _, found = await call(session, "omniroute_memory_search", query="editor")
-            assert [m["content"] for m in found["data"]["memories"]] == ["Vim"]
-            _, got = await call(session, "omniroute_memory_get", key="preference:editor")
-            assert got["data"]["memory"]["content"] == "Vim"
-            for tool, arguments in writes.items():
-                error, text = await call(session, tool, **arguments)
-                assert error and "lacks the write:memory scope" in text, tool
-
-    run(work)
-    assert [m.content for m in svc.memories.find(_filter(reader.id))] == ["Vim"]
-    svc.keys.set_scopes(reader.id, ["read:memory", "write:memory"])
-
-    async def granted():
-        async with http_session(gateway.url, secret) as session:
-            error, _ = await call(session, "omniroute_memory_add", key="k", content="now")
-            assert not error
-
-    run(granted)
-
-
-def test_a_key_without_scopes_may_not_read_either(gateway, gateway_app):
-    svc = gateway_app.extensions["omniroute"]
-    _, secret = svc.keys.create("chat only", scopes=[])
-
-    async def work():
-        async with http_session(gateway.url, secret) as session:
-            error, text = await call(session, "omniroute_memory_search", query="x")
-            assert error and "lacks the read:memory scope" in text
-
-    run(work)
-
-
 def test_the_tools_describe_themselves_and_the_server_its_version(gateway, keys):
     async def work():
         async with http_session(gateway.url, keys["alice"][1]) as session:

@@ -155,15 +155,7 @@ def store_facts(
     ids = []
     with nullcontext(connection) if connection is not None else store.db.write() as conn:
         for new in found:
-            memory, _ = store.create(
-                api_key_id=new.api_key_id,
-                key=new.key,
-                content=new.content,
-                type=new.type,
-                session_id=new.session_id,
-                metadata=new.metadata,
-                connection=conn,
-            )
+            memory, _ = store.create(**new.fields(), connection=conn)
             ids.append(memory.id)
     if connection is None:
         store.notify_write()

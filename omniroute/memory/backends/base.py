@@ -7,6 +7,7 @@ memories to another key's request.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ class NewMemory:
     session_id: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     expires_at: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """Its fields as the local store's `create` takes them."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

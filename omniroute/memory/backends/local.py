@@ -38,15 +38,7 @@ class LocalBackend(Stateless):
         return Health(True, elapsed_ms(started))
 
     def create(self, memory: NewMemory) -> Memory:
-        created, _ = self.store.create(
-            api_key_id=memory.api_key_id,
-            key=memory.key,
-            content=memory.content,
-            type=memory.type,
-            session_id=memory.session_id,
-            metadata=memory.metadata,
-            expires_at=memory.expires_at,
-        )
+        created, _ = self.store.create(**memory.fields())
         return created
 
     def get(self, memory_id: str) -> Memory | None:

@@ -48,10 +48,7 @@ class ServingMemories:
         """An upsert on (owner, key); whether it made a new memory."""
         remote = self._remote()
         if remote is None:
-            return self._store.create(
-                api_key_id=new.api_key_id, key=new.key, content=new.content, type=new.type,
-                session_id=new.session_id, metadata=new.metadata, expires_at=new.expires_at,
-            )  # fmt: skip
+            return self._store.create(**new.fields())
         return remote.upsert(new)
 
     def update(self, memory: Memory, changes: Mapping[str, Any]) -> Memory:

@@ -10,7 +10,6 @@ like provider keys before they are stored and shown masked (`public`).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -70,18 +69,18 @@ class BackendSetup:
         self._box = box
         self._http = http
         self._allow_local = allow_local
-        self._applied: str | None = None
+        self._applied: list[Any] | None = None
         self._remote: set[str] = set()
         self._lock = threading.Lock()
 
     def current(self) -> MemoryManager:
         """The manager, configured from the settings as they are now."""
         values = self._settings.get()
-        fingerprint = json.dumps([values[name] for name in NAMES], sort_keys=True)
+        wanted = [values[name] for name in NAMES]
         with self._lock:
-            if fingerprint != self._applied:
+            if wanted != self._applied:
                 self._apply(values)
-                self._applied = fingerprint
+                self._applied = wanted
         return self.manager
 
     def remote_primary(self) -> MemoryManager | None:

@@ -51,7 +51,12 @@ class MemoryService(LoopbackServer):
         if path == "/memories" and method == "POST":
             return 201, self.add(**body)
         if path == "/memories" and method == "GET":
-            owned = self._owned(query)
+            owned = [
+                m for m in self._owned(query)
+                if query.get("type", m["type"]) == m["type"]
+                and query.get("sessionId", m["sessionId"]) == m["sessionId"]
+                and query.get("query", "").lower() in f"{m['key']} {m['content']}".lower()
+            ]  # fmt: skip
             start = int(query.get("offset", 0))
             page = owned[start : start + int(query.get("limit", 50))]
             return 200, {"data": page, "total": len(owned)}

@@ -141,12 +141,6 @@ def test_the_spec_describes_every_setting_from_the_registry(client):
         assert all(properties[s.name]["description"].startswith(s.help) for s in SETTINGS)
 
 
-def test_settings_not_yet_applied_say_so():
-    waiting = {setting.name for setting in SETTINGS if not setting.applied}
-    assert waiting == {"primaryBackend", "fallbackBackends", "backendConfigs"}
-    assert all("not yet applied" in s.help.lower() for s in SETTINGS if s.name in waiting)
-
-
 def test_put_with_null_clears_an_optional_model(client, admin):
     client.put("/api/settings/memory", json={"embeddingProviderModel": "openai/e3"}, headers=admin)
     response = client.put(

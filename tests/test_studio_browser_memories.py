@@ -164,3 +164,26 @@ def test_the_health_dot_turns_red_when_the_pipeline_check_fails(page):
     expect(health).to_have_class(re.compile(r"\bis-bad\b"))
     expect(health).to_contain_text("Pipeline failing: Memory pipeline check failed: disk I/O error")
     expect_refusal(page, "503 (Service Unavailable)")
+
+
+def test_with_a_remote_primary_the_list_and_its_edits_are_the_backends(
+    page, svc, make_key, memory_service
+):
+    svc.memory_settings.update(
+        {"backendConfigs": {"brain": {"baseUrl": memory_service.url}}, "primaryBackend": "brain"}
+    )
+    key = make_key("laptop")
+    kept = memory_service.add(apiKeyId=key["id"], key="editor", content="Prefers Neovim")
+    log_in(page)
+    expect(page.locator("#serving-backend")).to_contain_text("brain")
+    page.get_by_role("button", name="Edit editor", exact=True).click()
+    edit = page.get_by_role("form", name="Edit memory editor")
+    edit.get_by_label("Content").fill("Prefers Helix now")
+    edit.get_by_role("button", name="Save").click()
+    expect(row(page, "editor")).to_contain_text("Prefers Helix now")
+    assert memory_service.memories[kept["id"]]["content"] == "Prefers Helix now"
+    page.once("dialog", lambda confirm: confirm.accept())
+    page.get_by_role("button", name="Delete editor", exact=True).click()
+    expect(page.locator("#memory-list")).to_contain_text("No memories yet")
+    assert memory_service.memories == {}
+    assert svc.memories.find(MemoryFilter()) == [], "nothing was written locally"

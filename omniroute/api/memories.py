@@ -1,6 +1,14 @@
-"""/api/memory: manage the memories of every gateway key."""
+"""/api/memory: manage the memories of every gateway key.
+
+List, create, get, change and delete, one by one or many of a key, on the backend that
+serves (the local store, or the primary of the memory backends settings; a remote one's
+failure is a 502 naming it). History and the pipeline check are the local store's.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from flask import jsonify
 from flask.views import MethodView
@@ -8,9 +16,10 @@ from flask_smorest import Blueprint, abort
 
 from ..clock import to_iso
 from ..errors import error_payload
-from ..memory.bulk import clear
-from ..memory.listing import ListingQuery, filters_from, listing
-from ..memory.model import Memory, MemoryFilter
+from ..memory.backends.base import BackendError, NeedsKey, NewMemory
+from ..memory.backends.serving import ServingMemories
+from ..memory.listing import ListingQuery, filters_from
+from ..memory.model import MemoryFilter
 from ..memory.store import KeyConflict, MemoryNotFound
 from ..memory.verify import verify_pipeline
 from ..services import services
@@ -38,6 +47,18 @@ def _invalid(field: str, message: str):
     abort(422, errors={"json": {field: [message]}})
 
 
+@contextmanager
+def _served() -> Iterator[ServingMemories]:
+    """The serving memories; a remote primary's failure becomes the client's answer."""
+    serving = services().serving
+    try:
+        yield serving
+    except NeedsKey as exc:
+        abort(422, errors={"query": {"apiKeyId": [str(exc)]}})
+    except BackendError as exc:
+        abort(502, message=f"Memory backend {serving.serving_id()} failed: {exc}")
+
+
 @blp.route("")
 class MemoryCollection(MethodView):
     @blp.arguments(ListingQuery, location="query")
@@ -46,11 +67,14 @@ class MemoryCollection(MethodView):
         """List memories
 
         Newest first, expired memories left out. `offset` wins over `page`; `stats` counts
-        every memory matching the filters, not only this page.
+        every memory matching the filters, not only this page (with a remote primary,
+        `tokensUsed` and `hitRate` are of this page: the gateway sees no more of it).
+        `backend` names who served the list.
         """
         limit = args["limit"]
         offset = args.get("offset", (args["page"] - 1) * limit)
-        return listing(services().memories, filters_from(args), limit=limit, offset=offset)
+        with _served() as serving:
+            return serving.listing(filters_from(args), limit=limit, offset=offset)
 
     @blp.arguments(ClearQuery, location="query")
     @blp.response(200, ClearedSchema)
@@ -59,7 +83,8 @@ class MemoryCollection(MethodView):
 
         Every memory of `apiKeyId` that matches the other filters, expired ones too, in
         short batches; each leaves a history row (reason `cleared`) and takes its vector
-        and keyword row with it. `dryRun` counts them and deletes nothing.
+        and keyword row with it. `dryRun` counts them and deletes nothing. With a remote
+        primary, its matches are deleted one by one there.
         """
         filters = MemoryFilter(
             api_key_id=args["apiKeyId"],
@@ -67,7 +92,8 @@ class MemoryCollection(MethodView):
             session_id=args.get("sessionId"),
             created_before=to_iso(args["olderThan"]) if "olderThan" in args else None,
         )
-        matched = clear(services().memories, filters, dry_run=args["dryRun"])
+        with _served() as serving:
+            matched = serving.clear(filters, dry_run=args["dryRun"])
         deleted = 0 if args["dryRun"] else matched
         return {"matched": matched, "deletedCount": deleted, "dryRun": args["dryRun"]}
 
@@ -82,7 +108,8 @@ class MemoryCollection(MethodView):
         if services().keys.get(body["apiKeyId"]) is None:
             _invalid("apiKeyId", NO_SUCH_KEY)
         try:
-            memory, created = create_memory(body)
+            with _served() as serving:
+                memory, created = serving.create(new_memory(body))
         except KeyConflict as exc:
             abort(409, message=str(exc))
         return {"memory": memory, "created": created}
@@ -91,10 +118,10 @@ class MemoryCollection(MethodView):
 NO_SUCH_KEY = "No active API key has this id."
 
 
-def create_memory(body: dict, connection=None) -> tuple[Memory, bool]:
-    """Upsert a memory from a loaded MemoryCreateSchema body (whose key the caller checked)."""
+def new_memory(body: dict) -> NewMemory:
+    """The memory a loaded MemoryCreateSchema body asks for (whose key the caller checked)."""
     expires_at = body["expiresAt"]
-    return services().memories.create(
+    return NewMemory(
         api_key_id=body["apiKeyId"],
         key=body["key"],
         content=body["content"],
@@ -102,7 +129,6 @@ def create_memory(body: dict, connection=None) -> tuple[Memory, bool]:
         session_id=body["sessionId"],
         metadata=body["metadata"],
         expires_at=to_iso(expires_at) if expires_at else None,
-        connection=connection,
     )
 
 
@@ -129,8 +155,12 @@ class MemoryHealth(MethodView):
 class MemoryItem(MethodView):
     @blp.response(200, MemoryEnvelopeSchema)
     def get(self, memory_id):
-        """Get a memory"""
-        memory = services().memories.get(memory_id)
+        """Get a memory
+
+        From the primary backend, or else from each fallback in turn.
+        """
+        with _served() as serving:
+            memory = serving.get(memory_id)
         if memory is None:
             _not_found(memory_id)
         return {"memory": memory}
@@ -154,7 +184,11 @@ class MemoryItem(MethodView):
         if "expiresAt" in body:
             changes["expires_at"] = to_iso(body["expiresAt"]) if body["expiresAt"] else None
         try:
-            memory = services().memories.update(memory_id, **changes)
+            with _served() as serving:
+                current = serving.get(memory_id)
+                if current is None:
+                    _not_found(memory_id)
+                memory = serving.update(current, changes)
         except MemoryNotFound:
             _not_found(memory_id)
         except KeyConflict as exc:
@@ -164,7 +198,9 @@ class MemoryItem(MethodView):
     @blp.response(200, SuccessSchema)
     def delete(self, memory_id):
         """Delete a memory"""
-        if not services().memories.delete(memory_id):
+        with _served() as serving:
+            deleted = serving.delete(memory_id)
+        if not deleted:
             _not_found(memory_id)
         return {"success": True}
 
@@ -176,7 +212,8 @@ class MemoryHistory(MethodView):
         """List the changes of a memory
 
         One entry for each create, update and delete, oldest first; entries remain after
-        the memory is deleted.
+        the memory is deleted. The local store keeps history; a remote backend's memories
+        have none here.
         """
         entries = services().memories.history(memory_id)
         if not entries:

@@ -54,6 +54,9 @@ class MemoryListSchema(ma.Schema):
     limit = ma.fields.Integer()
     totalPages = ma.fields.Integer()
     stats = ma.fields.Nested(MemoryStatsSchema)
+    backend = ma.fields.String(
+        metadata={"description": "The backend that served the list: `local`, or the primary's id."}
+    )
 
 
 class MemoryCreateSchema(ma.Schema):

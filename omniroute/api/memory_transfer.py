@@ -20,7 +20,7 @@ from ..memory.listing import ListingQuery, filters_from, iter_live
 from ..memory.model import MEMORY_TYPES
 from ..memory.store import KeyConflict
 from ..services import services
-from .memories import NO_SUCH_KEY, create_memory
+from .memories import NO_SUCH_KEY, new_memory
 from .memory_schemas import MemoryCreateSchema, MemorySchema
 
 blp = Blueprint(
@@ -135,7 +135,8 @@ def _write_item(conn, result: dict[str, Any], loaded: dict[str, Any]) -> None:
     which is reported as failed, and the rest of the file goes in."""
     try:
         with conn.begin_nested():
-            memory, created = create_memory(loaded, connection=conn)
+            fields = new_memory(loaded).fields()
+            memory, created = services().memories.create(**fields, connection=conn)
     except (SQLAlchemyError, KeyConflict) as exc:
         log.warning("import: item %d not written: %s", result["index"], exc)
         result["errors"] = [{"field": "body", "message": f"Not written: {_reason(exc)}"}]

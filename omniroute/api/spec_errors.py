@@ -7,6 +7,7 @@ The admin API's guard, the guess brake, the body limit and a locked database ans
   session), 429 (the guess brake, with Retry-After), 503 (the database stayed locked);
 - one that takes a body: 413 (over MAX_BODY_BYTES) and 400 (not JSON);
 - one with an id in its path: 404; the upserts and renames that can meet another's key: 409;
+  the memory operations a remote primary backend serves: 502 (it failed);
 - /v1: 400, 401, 413, 429 and 502/503/504 (the provider failed, or could not be reached in
   time). The probes: /readyz's 503; /metrics: 401, 403 and 429, as the admin API's.
 """
@@ -26,7 +27,8 @@ ERRORS = {
     413: ("PAYLOAD_TOO_LARGE", "The body is larger than MAX_BODY_BYTES."),
     429: ("TOO_MANY_REQUESTS", "Too many wrong tokens from this address, or the provider's "
           "rate limit; see Retry-After."),
-    502: ("BAD_GATEWAY", "The provider failed: unreachable, a redirect, or our key refused."),
+    502: ("BAD_GATEWAY", "The provider (on /v1) or the primary memory backend (on /api/memory) "
+          "failed: unreachable, a redirect, our key refused, or an error it answered."),
     503: ("SERVICE_UNAVAILABLE", "The database stayed locked by other writers; try again."),
     504: ("GATEWAY_TIMEOUT", "The provider did not answer in time."),
 }  # fmt: skip
@@ -34,6 +36,15 @@ CONFLICTS = {
     ("post", "/api/memory"),
     ("put", "/api/memory/{memory_id}"),
     ("post", "/api/providers"),
+}
+# The operations served by the primary memory backend, which may be a remote service.
+BACKEND_SERVED = {
+    ("get", "/api/memory"),
+    ("post", "/api/memory"),
+    ("delete", "/api/memory"),
+    ("get", "/api/memory/{memory_id}"),
+    ("put", "/api/memory/{memory_id}"),
+    ("delete", "/api/memory/{memory_id}"),
 }
 WITH_BODY = {"post", "put", "patch"}
 
@@ -65,6 +76,8 @@ def codes_for(method: str, path: str) -> list[int]:
         codes.append(404)
     if (method, path) in CONFLICTS:
         codes.append(409)
+    if (method, path) in BACKEND_SERVED:
+        codes.append(502)
     return sorted(codes)
 
 

@@ -85,6 +85,11 @@ def list_page(
 def listing(store: MemoryStore, filters: MemoryFilter, *, limit: int, offset: int) -> dict:
     """One page of memories with the counts of everything that matches."""
     page = list_page(store, filters, limit=limit, offset=offset)
+    return listing_of(page, store, limit=limit, offset=offset)
+
+
+def listing_of(page: MemoryPage, store: MemoryStore, *, limit: int, offset: int) -> dict:
+    """A page in the list answer's shape (the cache counts are `store`'s)."""
     return {
         "data": page.data,
         "total": page.total,

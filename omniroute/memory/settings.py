@@ -3,7 +3,7 @@
 The reference's fields (less `skillsEnabled`: there are no skills here) plus the custom
 embeddings endpoint. Normalisation follows the reference: any stored or given value that is
 not of the accepted kind (numeric strings included) reads as the field's default; numbers are
-rounded and clamped. A field marked not applied is accepted and stored, and does nothing yet.
+rounded and clamped.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class Setting:
     high: int | None = None
     choices: tuple[str, ...] = ()
     nullable: bool = False  # whether null is a value (it clears the setting)
-    applied: bool = True  # False: stored for a part of the engine that does not exist yet
 
     def normalise(self, value: Any) -> Any:
         """The value as stored and served, or None when it is not of this setting's kind."""
@@ -140,20 +139,18 @@ SETTINGS: tuple[Setting, ...] = (
             "Qdrant sets it), otherwise the local index (sqlite-vec or pgvector).",
             choices=VECTOR_STORES),
     Setting("primaryBackend", "memoryPrimaryBackend", "sqlite", TEXT,
-            "The memory backend that serves chats (their retrieval and extracted facts) and "
-            "the MCP tools: `sqlite` (the local store, whichever database) or an id of "
-            "backendConfigs; checked on PUT. Not yet applied to the REST API or the studio's "
-            "memory pages.",
-            applied=False),
+            "The memory backend that serves chats (their retrieval and extracted facts), "
+            "/api/memory, the studio's list and the MCP tools: `sqlite` (the local store, "
+            "whichever database) or an id of backendConfigs; checked on PUT."),
     Setting("fallbackBackends", "memoryFallbackBackends", [], STRINGS,
-            "Backends asked, in order, when the primary's search fails (ids as for "
-            "primaryBackend); not yet applied to the REST API, as primaryBackend.",
-            applied=False),
+            "Backends asked, in order, when the primary's search fails or its get finds "
+            "nothing, and sent its updates and deletes in the background (ids as for "
+            "primaryBackend)."),
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
-            "Generic HTTP backends by id: {baseUrl, apiKey (sealed; shown masked), headers, "
-            "timeout (ms), endpoints, queryParams, pathParams}; listed with their health at "
-            "GET /api/memory/backends. Not yet applied to the REST API, as primaryBackend.",
-            applied=False),
+            "Remote backends by id: a generic HTTP one {baseUrl, apiKey (sealed; shown "
+            "masked), headers, timeout (ms), endpoints, queryParams, pathParams}, or `type` "
+            "`obsidian` {baseUrl, apiKey, folder} or `notion` {apiKey, databaseId, baseUrl}; "
+            "listed with their health at GET /api/memory/backends."),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
             "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),
     Setting("customModelId", "memoryCustomModelId", None, TEXT,

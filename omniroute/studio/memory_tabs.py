@@ -9,9 +9,10 @@ from typing import Any
 import marshmallow as ma
 from flask import url_for
 
+from ..memory.backends.base import BackendError
 from ..memory.backends.local import LOCAL_ID
 from ..memory.embedding.base import EmbeddingError
-from ..memory.listing import ListingQuery, filters_from, listing
+from ..memory.listing import ListingQuery, filters_from
 from ..memory.preview import preview_retrieval
 from ..memory.qdrant.config import QUANTIZATIONS
 from ..memory.qdrant.connection import QdrantUnavailable
@@ -37,7 +38,8 @@ def _whole_number(raw: str | None, default: int, low: int, high: int) -> int | N
 
 
 def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
-    """The list, read with the REST API's own query schema; a bad value is left out."""
+    """The list, read with the REST API's own query schema; a bad value is left out. It is
+    the serving backend's; a remote one's failure is shown, not raised."""
     try:
         query = _LISTING.load(args)
     except ma.ValidationError as exc:
@@ -47,23 +49,37 @@ def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
         "type": query.get("type", ""),
         "apiKeyId": query.get("apiKeyId", ""),
     }
-    page = query["page"]
-    found = listing(
-        svc.memories, filters_from(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
-    )
-    last = max(found["totalPages"], 1)
-    if page > last:  # the last page emptied (deleted memories): show the new last page
-        page = last
-        found = listing(
-            svc.memories, filters_from(filters), limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
-        )
     given = {name: value for name, value in filters.items() if value}
+    page = query["page"]
+    try:
+        found = _listed(svc, filters, page)
+        last = max(found["totalPages"], 1)
+        if page > last:  # the last page emptied (deleted memories): show the new last page
+            found = _listed(svc, filters, last)
+        failure = None
+    except BackendError as exc:
+        found = {"data": [], "total": 0, "page": 1, "totalPages": 0, "backend": None,
+                 "stats": {"total": 0, "tokensUsed": 0, "hitRate": 0.0}}  # fmt: skip
+        failure = str(exc)
     return {
         "filters": filters,
         "listing": found,
+        "serving": _serving_name(svc),
+        "backend_failure": failure,
         "export_url": url_for("memory-transfer.MemoryExport", **given),
         "page_url": lambda number: url_for("studio.memory", tab="memories", page=number, **given),
     }
+
+
+def _listed(svc: Services, filters: Mapping[str, str], page: int) -> dict[str, Any]:
+    offset = (page - 1) * PAGE_SIZE
+    return svc.serving.listing(filters_from(filters), limit=PAGE_SIZE, offset=offset)
+
+
+def _serving_name(svc: Services) -> dict[str, Any]:
+    """The serving backend's id and name, and whether it is the local store."""
+    primary = svc.backends.current().primary
+    return {"id": primary.id, "name": primary.display_name, "local": primary.id == LOCAL_ID}
 
 
 def compact_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str, Any]:

@@ -24,6 +24,10 @@ class BackendUnavailable(BackendError):
     """A backend's health check failed, so it was not asked at all."""
 
 
+class NeedsKey(BackendError):
+    """The backend lists one key's memories at a time, and the list named none."""
+
+
 @dataclass(frozen=True)
 class Health:
     ok: bool

@@ -17,7 +17,14 @@ import httpx
 
 from ..model import Memory, MemoryPage
 from ..query_words import topic_words
-from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless
+from .base import (
+    Health,
+    ListQuery,
+    NeedsKey,
+    NewMemory,
+    SearchQuery,
+    Stateless,
+)
 from .guarded import GuardedHttp, NotFound
 
 DEFAULT_URL = "https://api.notion.com/v1"
@@ -123,7 +130,7 @@ class NotionBackend(Stateless):
 
     def list(self, query: ListQuery) -> MemoryPage:
         if not query.api_key_id:
-            raise BackendError("Notion lists one key's memories at a time: name apiKeyId.")
+            raise NeedsKey("Notion lists one key's memories at a time: name apiKeyId.")
         conditions = [_equals("ApiKeyId", query.api_key_id)]
         if query.type:
             conditions.append({"property": "Type", "select": {"equals": query.type}})

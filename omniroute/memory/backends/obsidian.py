@@ -24,7 +24,14 @@ import httpx
 from ...clock import now_iso
 from ..model import Memory, MemoryPage
 from ..query_words import topic_words
-from .base import BackendError, Health, ListQuery, NewMemory, SearchQuery, Stateless
+from .base import (
+    Health,
+    ListQuery,
+    NeedsKey,
+    NewMemory,
+    SearchQuery,
+    Stateless,
+)
 from .guarded import GuardedHttp, NotFound
 
 DEFAULT_URL = "http://localhost:27123"
@@ -114,7 +121,7 @@ class ObsidianBackend(Stateless):
 
     def list(self, query: ListQuery) -> MemoryPage:
         if not query.api_key_id:
-            raise BackendError("Obsidian lists one key's memories at a time: name apiKeyId.")
+            raise NeedsKey("Obsidian lists one key's memories at a time: name apiKeyId.")
         try:
             listed = self._http.json("GET", f"/vault/{self._folder_of(query.api_key_id)}/")
         except NotFound:

@@ -1,17 +1,21 @@
-"""The memory operations a face needs (MCP's tools today), on whichever backend serves: the
-local store's own paths while it is primary (unchanged), the manager's otherwise."""
+"""The memory operations the faces need (the REST API, the studio's list, MCP's tools), on
+whichever backend serves: the local store's own paths while it is primary (unchanged), the
+manager's otherwise. A remote backend's errors come out as BackendError."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from .. import bulk
-from ..model import Memory, MemoryFilter
+from ..listing import listing, listing_of
+from ..model import Memory, MemoryFilter, MemoryPage
 from ..retrieval import Retriever
 from ..settings import MemorySettings
 from ..store import MemoryNotFound, MemoryStore
 from .base import ListQuery, NewMemory, SearchQuery
+from .local import LOCAL_ID
 from .manager import MemoryManager
 from .setup import BackendSetup
 
@@ -33,6 +37,30 @@ class ServingMemories:
 
     def _remote(self) -> MemoryManager | None:
         return self._setup.remote_primary()
+
+    def serving_id(self) -> str:
+        """The id of the backend that serves now."""
+        remote = self._remote()
+        return LOCAL_ID if remote is None else remote.primary.id
+
+    def listing(self, filters: MemoryFilter, *, limit: int, offset: int) -> dict[str, Any]:
+        """A page of memories in the list answer's shape, and `backend`: who served it.
+
+        A remote backend counts its matches (`total`, `byType`); the tokens and the hit
+        rate are then of this page alone, as the gateway cannot count what it was not sent.
+        """
+        remote = self._remote()
+        if remote is None:
+            found = listing(self._store, filters, limit=limit, offset=offset)
+            return {**found, "backend": LOCAL_ID}
+        page = remote.list(
+            ListQuery(api_key_id=filters.api_key_id, type=filters.type,
+                      session_id=filters.session_id, query=filters.text,
+                      limit=limit, offset=offset)
+        )  # fmt: skip
+        page = _counted(page, filters.api_key_id)
+        found = listing_of(page, self._store, limit=limit, offset=offset)
+        return {**found, "backend": remote.primary.id}
 
     def get(self, memory_id: str) -> Memory | None:
         remote = self._remote()
@@ -110,3 +138,15 @@ class ServingMemories:
             for memory in doomed:
                 remote.delete(memory.id)
         return len(doomed)
+
+
+def _counted(page: MemoryPage, owner: str | None) -> MemoryPage:
+    """A remote page with only the owner's memories (when the list named one), and the
+    token and injection counts of what it holds (tokens as the local list counts them)."""
+    data = [m for m in page.data if owner is None or m.api_key_id == owner]
+    return dataclasses.replace(
+        page,
+        data=data,
+        tokens_used=sum((len(m.content) + 3) // 4 for m in data),
+        accessed=sum(1 for m in data if m.access_count > 0),
+    )

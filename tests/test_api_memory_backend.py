@@ -130,26 +130,37 @@ def test_a_failing_primary_is_a_502_naming_it_and_nothing_is_written_locally(
     assert list(memory_service.memories) == [memory["id"]]
 
 
-def test_a_backend_that_lists_one_key_at_a_time_asks_for_it(client, admin, svc):
-    vault = ObsidianVault().start()
-    try:
-        svc.memory_settings.update(
-            {
-                "backendConfigs": {
-                    "vault": {"type": "obsidian", "baseUrl": vault.url, "apiKey": VAULT_KEY}
-                },
-                "primaryBackend": "vault",
-            }
-        )
-        answer = client.get("/api/memory", headers=admin)
-        assert answer.status_code == 422
-        (detail,) = answer.json["error"]["details"]
-        assert detail["field"] == "apiKeyId" and "one key" in detail["message"]
-        key, _ = svc.keys.create("alice")
-        listed = client.get(f"/api/memory?apiKeyId={key.id}", headers=admin).json
-        assert (listed["backend"], listed["total"]) == ("vault", 0)
-    finally:
-        vault.stop()
+@pytest.fixture
+def vault(svc):
+    """An Obsidian vault as primary."""
+    running = ObsidianVault().start()
+    config = {"type": "obsidian", "baseUrl": running.url, "apiKey": VAULT_KEY}
+    svc.memory_settings.update({"backendConfigs": {"vault": config}, "primaryBackend": "vault"})
+    yield running
+    running.stop()
+
+
+def test_a_backend_that_lists_one_key_at_a_time_asks_for_it(client, admin, svc, vault):
+    answer = client.get("/api/memory", headers=admin)
+    assert answer.status_code == 422
+    (detail,) = answer.json["error"]["details"]
+    assert detail["field"] == "apiKeyId" and "one key" in detail["message"]
+    key, _ = svc.keys.create("alice")
+    listed = client.get(f"/api/memory?apiKeyId={key.id}", headers=admin).json
+    assert (listed["backend"], listed["total"]) == ("vault", 0)
+
+
+def test_a_vault_notes_id_is_one_path_segment_so_rest_reaches_it(client, admin, svc, vault):
+    key, _ = svc.keys.create("alice")
+    body = {"apiKeyId": key.id, "key": "preference/editor", "content": "I prefer Vim"}
+    memory = client.post("/api/memory", json=body, headers=admin).json["memory"]
+    path = f"/api/memory/{memory['id']}"
+    assert client.get(path, headers=admin).json["memory"]["content"] == "I prefer Vim"
+    changed = client.put(path, json={"content": "Helix"}, headers=admin)
+    assert changed.status_code == 200 and changed.json["memory"]["content"] == "Helix"
+    assert list(vault.notes) == [f"OmniRoute/{key.id}/preference_editor.md"]
+    assert client.delete(path, headers=admin).status_code == 200
+    assert vault.notes == {}
 
 
 def test_the_spec_declares_the_backends_502(client):

@@ -46,7 +46,7 @@ def test_a_memory_is_one_note_in_its_keys_folder_with_frontmatter(backend, vault
     ):
         assert line in text  # fmt: skip
     assert backend.get(memory.id) == memory
-    assert memory.id == "obsidian:alice/preference_editor"
+    assert memory.id == "obsidian:alice:preference_editor"
 
 
 def test_creating_the_same_key_again_updates_the_note_and_keeps_its_creation(backend, vault):
@@ -66,7 +66,7 @@ def test_update_changes_the_note_and_a_new_key_moves_it(backend, vault):
     assert backend.get(memory.id).content == "I prefer Helix"
     assert backend.update(memory.id, {"key": "preference:text_editor"}) is True
     assert list(vault.notes) == ["OmniRoute/alice/preference_text_editor.md"]
-    assert backend.update("obsidian:alice/nothing", {"content": "x"}) is False
+    assert backend.update("obsidian:alice:nothing", {"content": "x"}) is False
     assert backend.update("not-ours", {"content": "x"}) is False
 
 
@@ -115,8 +115,17 @@ def test_health_needs_the_vault_to_accept_the_key(vault):
 
 def test_a_note_without_our_frontmatter_is_not_a_memory(backend, vault):
     vault.notes["OmniRoute/alice/handwritten.md"] = "# Just a note\nnothing here"
-    assert backend.get("obsidian:alice/handwritten") is None
+    assert backend.get("obsidian:alice:handwritten") is None
     assert backend.list(ListQuery(api_key_id="alice")).total == 0
+
+
+def test_a_copied_note_is_known_by_its_place_not_its_frontmatter_id(backend, vault):
+    original = backend.create(EDITOR)
+    text = vault.notes[f"OmniRoute/alice/{original.id.rsplit(':', 1)[1]}.md"]
+    vault.notes["OmniRoute/alice/copy.md"] = text
+    copy = backend.get("obsidian:alice:copy")
+    assert copy is not None and copy.id == "obsidian:alice:copy"
+    assert backend.delete(copy.id) and backend.get(original.id) == original
 
 
 def test_the_vault_url_goes_through_the_guard(vault):

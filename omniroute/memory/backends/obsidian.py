@@ -4,8 +4,9 @@ Each memory is one note, `<folder>/<apiKeyId>/<key>.md` (characters a file name 
 become `_`), whose frontmatter holds id, apiKeyId, key, sessionId, type, createdAt,
 updatedAt, expiresAt and metadata (each value JSON, which YAML reads as it is), and whose
 body is the content. A key's notes live in its own folder, so no listing or search of one
-key ever reaches another's. A memory's id names its note (`obsidian:<apiKeyId>/<file>`), so
-get, update and delete need no scan. Search asks the plugin's own full-text search
+key ever reaches another's. A memory's id names its note (`obsidian:<apiKeyId>:<file>`, with
+no `/`, so it is one segment of an /api/memory/{id} path), so get, update and delete need no
+scan. Search asks the plugin's own full-text search
 (`POST /search/simple/`) once per topic word of the query, keeps the hits in the key's
 folder, and reads the best of them: the vault is never listed whole.
 """
@@ -168,7 +169,7 @@ class ObsidianBackend(Stateless):
         return f"{self._folder_of(api_key_id)}/{listed}"
 
     def _path_of(self, memory_id: str) -> str | None:
-        owner, _, name = memory_id.removeprefix("obsidian:").partition("/")
+        owner, _, name = memory_id.removeprefix("obsidian:").partition(":")
         if not memory_id.startswith("obsidian:") or not owner or not name:
             return None
         return f"{self._folder_of(owner)}/{name}.md"
@@ -180,7 +181,9 @@ class ObsidianBackend(Stateless):
             )
         except NotFound:
             return None
-        return _parse(response.text)
+        memory = _parse(response.text)
+        # The id is the note's place, whatever its frontmatter says (a copied or older note).
+        return None if memory is None else dataclasses.replace(memory, id=_id_at(path))
 
     def _write(self, memory: Memory) -> None:
         self._http.send(
@@ -202,7 +205,13 @@ _CHANGEABLE = frozenset({"key", "content", "type", "session_id", "metadata", "ex
 
 
 def _note_id(api_key_id: str, key: str) -> str:
-    return f"obsidian:{file_name(api_key_id)}/{file_name(key)}"
+    return f"obsidian:{file_name(api_key_id)}:{file_name(key)}"  # file names hold no ':'
+
+
+def _id_at(path: str) -> str:
+    """The id of the note at `<folder>/<owner>/<name>.md`."""
+    owner, name = path.removesuffix(".md").rsplit("/", 2)[-2:]
+    return f"obsidian:{owner}:{name}"
 
 
 def _render(memory: Memory) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from omniroute.api.memories import SIBLING_ROUTES
 from omniroute.memory.model import MemoryFilter
 from tests.obsidian_vault import API_KEY as VAULT_KEY
 from tests.obsidian_vault import ObsidianVault
@@ -168,3 +169,17 @@ def test_the_spec_declares_the_backends_502(client):
     assert "502" in paths["/api/memory"]["get"]["responses"]
     assert "502" in paths["/api/memory/{memory_id}"]["put"]["responses"]
     assert "502" not in paths["/api/memory/{memory_id}/history"]["get"]["responses"]
+
+
+def test_the_spec_keeps_sibling_routes_out_of_memory_ids(app, client):
+    siblings = {
+        rule.rule.removeprefix("/api/memory/")
+        for rule in app.url_map.iter_rules()
+        if rule.rule.startswith("/api/memory/") and "<" not in rule.rule
+        and rule.rule.count("/") == 3 and "GET" in rule.methods
+    }  # fmt: skip
+    assert siblings == set(SIBLING_ROUTES)
+    (parameter,) = client.get("/openapi.json").json["paths"]["/api/memory/{memory_id}"][
+        "parameters"
+    ]
+    assert set(parameter["schema"]["not"]["enum"]) == siblings

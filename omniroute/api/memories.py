@@ -151,7 +151,20 @@ class MemoryHealth(MethodView):
         return response
 
 
-@blp.route("/<memory_id>")
+# The GET routes beside /api/memory/{memory_id}, which Flask matches first: a memory id
+# cannot be one of them there, and the spec says so (a test keeps this in step).
+SIBLING_ROUTES = ("backends", "embedding-providers", "engine-status", "export", "health")
+MEMORY_ID = [
+    {
+        "in": "path",
+        "name": "memory_id",
+        "description": "A memory's id: the local store's UUID, or a remote backend's own id.",
+        "schema": {"type": "string", "minLength": 1, "not": {"enum": list(SIBLING_ROUTES)}},
+    }
+]
+
+
+@blp.route("/<memory_id>", parameters=MEMORY_ID)
 class MemoryItem(MethodView):
     @blp.response(200, MemoryEnvelopeSchema)
     def get(self, memory_id):
@@ -205,7 +218,7 @@ class MemoryItem(MethodView):
         return {"success": True}
 
 
-@blp.route("/<memory_id>/history")
+@blp.route("/<memory_id>/history", parameters=MEMORY_ID)
 class MemoryHistory(MethodView):
     @blp.response(200, HistorySchema)
     def get(self, memory_id):

@@ -31,6 +31,8 @@ memories = Table(
     Column("access_count", Integer, nullable=False),
     Column("last_accessed_at", Text),
     Column("needs_reindex", Integer, nullable=False),
+    # What keyword search indexes: the Snowball stems of content and key (stemming.py).
+    Column("search_stems", Text, nullable=False),
 )
 
 memory_history = Table(

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from omniroute import migrate
 from omniroute.db import Database
@@ -108,6 +108,31 @@ def test_migrating_a_database_that_holds_data_keeps_the_data(fresh, tmp_path):
     with fresh.read() as conn:
         hits = keyword_search(conn, api_key_id="k1", query="tea", now_iso=store.now())
     assert [memory.id for memory, _ in hits] == ["m1"]
+
+
+def test_rows_written_before_stemming_are_found_by_their_stems(fresh, tmp_path):
+    migrate.upgrade(fresh, copy_migrations(tmp_path, 12))
+    rows = [("m0", "k0", "Prefers modern editors", "{}"),
+            ("m1", "k1", "Mag Katzen", '{"language": "de"}')]  # fmt: skip
+    with fresh.write() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memories (id, api_key_id, type, key, content, metadata, created_at,"
+                " updated_at) VALUES (:id, 'k1', 'factual', :key, :content, :metadata,"
+                " '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')"
+            ),
+            [dict(zip(("id", "key", "content", "metadata"), row, strict=True)) for row in rows],
+        )
+    assert migrate.upgrade(fresh) == ["0013_search_stems", "0014_stemmed_index"]
+    store = MemoryStore(fresh)
+    with fresh.read() as conn:
+        for query, expected in (("editor", "m0"), ("katze", "m1")):
+            hits = keyword_search(conn, api_key_id="k1", query=query, now_iso=store.now())
+            assert [memory.id for memory, _ in hits] == [expected], query
+    store.create(api_key_id="k1", key="k0", content="Prefers old editors")  # the triggers
+    with fresh.read() as conn:
+        hits = keyword_search(conn, api_key_id="k1", query="old", now_iso=store.now())
+    assert [memory.id for memory, _ in hits] == ["m0"]
 
 
 def test_a_failing_migration_leaves_neither_changes_nor_a_record(fresh, tmp_path):

@@ -1,8 +1,9 @@
 """Keyword search: one owner's live memories that share topic words with a query, best first.
 
-On SQLite it is FTS5's MATCH ranked by bm25 (here); on PostgreSQL a tsvector search ranked
-by ts_rank_cd (tsvector.py). Both take the same filters and give higher scores to better
-matches.
+Both stores search the Snowball stems of each memory (stemming.py: `search_stems`) for the
+stems of the query's topic words in every language. On SQLite it is FTS5's MATCH ranked by
+bm25 (here); on PostgreSQL a tsvector search ranked by ts_rank_cd (tsvector.py). Both take
+the same filters and give higher scores to better matches.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..tables import memories
 from .conditions import search_conditions
 from .model import MEMORY_COLUMNS, Memory
 from .query_words import MAX_TOKENS, topic_words
+from .stemming import query_stems
 from .tsvector import tsvector_search
 
 __all__ = ["MAX_TOKENS", "keyword_search", "match_expression"]
@@ -27,13 +29,13 @@ def owner_token(api_key_id: str) -> str:
 
 
 def match_expression(query: str) -> str | None:
-    """Turn free text into a safe FTS5 expression: its topic words, quoted, OR-ed together.
+    """Turn free text into a safe FTS5 expression: its topic words' stems, quoted, OR-ed.
 
-    No input can raise an FTS5 syntax error: only word characters survive, and each word
+    No input can raise an FTS5 syntax error: only word characters survive, and each stem
     is a quoted string. Returns None when no word is left: then there is nothing to search,
     and nothing is found.
     """
-    return " OR ".join(f'"{word}"' for word in topic_words(query)) or None
+    return " OR ".join(f'"{stem}"' for stem in query_stems(topic_words(query))) or None
 
 
 def keyword_search(
@@ -55,13 +57,13 @@ def keyword_search(
         "limit": limit,
     }
     if connection.dialect.name == "postgresql":
-        return tsvector_search(connection, topic_words(query), filters)
+        return tsvector_search(connection, query_stems(topic_words(query)), filters)
     words = match_expression(query)
     if words is None:
         return []
     # The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows
     # instead of ranking every owner's matches; the exact api_key_id test stays the authority.
-    expression = f'fts_owner : "{owner_token(api_key_id)}" AND {{content key}} : ({words})'
+    expression = f'fts_owner : "{owner_token(api_key_id)}" AND search_stems : ({words})'
     sql = _fts5_sql(session_id is not None, created_after is not None)
     rows = connection.exec_driver_sql(sql, {**filters, "expression": expression}).all()
     return [(Memory.from_values(row), -row[-1]) for row in rows]  # bm25: lower is better
@@ -82,7 +84,7 @@ def _fts5_sql(by_session: bool, by_age: bool) -> str:
     )
     columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
     return f"""
-        SELECT {columns}, bm25(memory_fts, 1.0, 1.0, 0.0) AS rank
+        SELECT {columns}, bm25(memory_fts, 1.0, 0.0) AS rank
         FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
         WHERE memory_fts MATCH :expression AND {where}
         ORDER BY rank

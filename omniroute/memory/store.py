@@ -31,6 +31,7 @@ from ..text_rules import check_fields
 from . import history as audit
 from .conditions import live_matching
 from .model import Memory, MemoryFilter, dump_metadata
+from .stemming import search_stems
 from .vectors import VectorIndex
 
 # `get` answers from this cache. Writes in this process invalidate it at once; writes made by
@@ -319,7 +320,12 @@ class MemoryStore:
             updated_at=now,
             **fields,
         )
-        values = {**asdict(memory), "metadata": dump_metadata(metadata), "needs_reindex": 1}
+        values = {
+            **asdict(memory),
+            "metadata": dump_metadata(metadata),
+            "needs_reindex": 1,
+            "search_stems": search_stems(memory.content, key, metadata),
+        }
         statement = (
             self.db.insert(memories)
             .values(**values)
@@ -347,6 +353,8 @@ class MemoryStore:
         if memory.content != existing.content or memory.key != existing.key:
             values["needs_reindex"] = 1
             self._forget_vector(conn, existing.id)
+        if {"content", "key", "metadata"} & set(values):
+            values["search_stems"] = search_stems(memory.content, memory.key, memory.metadata)
         conn.execute(
             update(memories).where(memories.c.id == existing.id).values(**values, updated_at=now)
         )

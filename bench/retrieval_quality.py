@@ -1,8 +1,12 @@
-"""Retrieval quality on LoCoMo: evidence recall@1, @5 and @10 per strategy and source.
+"""Retrieval quality on LoCoMo: evidence recall@1, @5 and @10 per strategy and source, and
+what the relevance floor injects.
 
 Every dialogue turn of a conversation becomes one memory of that conversation's key
 (content "<speaker>: <text>", plus the image caption; key = the dia_id); every question of
 category 1-4 is asked, and recall@k is the share of its evidence turns among the top k.
+The injection table takes the default hybrid ranking through the relevance floor and the
+2,000-token budget, as the gateway does, and gives the share of evidence injected with the
+median number of memories and tokens injected.
 The development split (conv-26, -30, -41, -42, -43) is the one to tune on; the held-out
 split is printed beside it and never used to choose anything (../shared/bench/README.md).
 Run with `make bench` or `python bench/retrieval_quality.py --sources static transformers`.
@@ -14,6 +18,7 @@ import argparse
 import json
 import logging
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -24,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from omniroute import migrate  # noqa: E402
 from omniroute.db import Database  # noqa: E402
 from omniroute.memory.backfill import Backfill  # noqa: E402
+from omniroute.memory.budget import within_budget  # noqa: E402
 from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.embedding.static_model import (  # noqa: E402
@@ -36,6 +42,7 @@ from omniroute.memory.embedding.transformers_model import TransformersEmbedder  
 from omniroute.memory.retrieval import RetrievalOptions, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
+from omniroute.memory.tokens import count_tokens  # noqa: E402
 from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
@@ -98,14 +105,37 @@ def load_conversation(folder: Path, conversation: dict, embedder) -> Retriever:
     return Retriever(store, index, source)
 
 
-def recall(retriever: Retriever, owner: str, question: dict, strategy: str):
+def rank(retriever: Retriever, owner: str, question: dict, strategy: str):
     settings = normalise({})
-    ranking = retriever.rank(
+    return retriever.rank(
         api_key_id=owner, query=question["question"], settings=settings, strategy=strategy
     )
+
+
+def recall(retriever: Retriever, owner: str, question: dict, strategy: str):
+    ranking = rank(retriever, owner, question, strategy)
     found = [item.memory.key for item in ranking.items[: max(KS)]]
     wanted = evidence_of(question)
     return [len(wanted & set(found[:k])) / len(wanted) for k in KS]
+
+
+def injected(retriever: Retriever, owner: str, question: dict, floor: float):
+    """(share of the evidence injected, memories injected, their tokens) at this floor."""
+    ranking = rank(retriever, owner, question, "hybrid")
+    taken = within_budget(ranking.relevant(floor), normalise({})["maxTokens"])
+    wanted = evidence_of(question)
+    share = len(wanted & {memory.key for memory in taken}) / len(wanted)
+    return share, len(taken), sum(count_tokens(memory.content) for memory in taken)
+
+
+def questions(data: dict, split: tuple[str, ...]):
+    """(conversation, question) for every scored question of the split."""
+    return [
+        (sample, question)
+        for sample in split
+        for question in data[sample]["qa"]
+        if question["category"] in (1, 2, 3, 4) and evidence_of(question)
+    ]
 
 
 # Each method: (strategy, the retriever's options).
@@ -114,9 +144,12 @@ METHODS = {
     "keyword (FTS5 bm25)": ("keyword", RetrievalOptions()),
     "semantic": ("semantic", RetrievalOptions(top_k=100)),
     "hybrid, RRF k=60": ("hybrid", RetrievalOptions(fusion="rrf", top_k=100)),
-    "hybrid, min-max blend": ("hybrid", RetrievalOptions(fusion="blend", top_k=100)),
-    "hybrid, blend, top_k 20 (ref)": ("hybrid", RetrievalOptions(fusion="blend", top_k=20)),
+    "hybrid, blend 0.5/0.5": ("hybrid", RetrievalOptions(blend_weight=0.5)),
+    "hybrid, blend (default)": ("hybrid", RetrievalOptions()),
+    "hybrid, blend, top_k 20": ("hybrid", RetrievalOptions(top_k=20)),
 }
+# Relevance floors for the injection table: none, around the default, and the default.
+FLOORS = sorted({0.0, 0.3, 0.5, RetrievalOptions().relevance_floor})
 
 
 def with_options(retriever: Retriever, options: RetrievalOptions) -> Retriever:
@@ -162,9 +195,7 @@ def main() -> None:
                 for split in (DEVELOPMENT, HELD_OUT):
                     scores = [
                         recall(tuned[sample], sample, question, strategy)
-                        for sample in split
-                        for question in data[sample]["qa"]
-                        if question["category"] in (1, 2, 3, 4) and evidence_of(question)
+                        for sample, question in questions(data, split)
                     ]
                     row.append([sum(s[i] for s in scores) / len(scores) for i in range(len(KS))])
                 for retriever in tuned.values():
@@ -175,9 +206,27 @@ def main() -> None:
                     + " | "
                     + "  ".join(f"{v:>9.3f}" for v in row[1])
                 )
+            print_injection(source, data, retrievers)
             for retriever in retrievers.values():
                 retriever.store.db.dispose()
         print(f"({source}: {time.perf_counter() - started:.0f} s including embedding)")
+
+
+def print_injection(source: str, data: dict, retrievers: dict) -> None:
+    default = RetrievalOptions().relevance_floor
+    print(f"{source}: default hybrid through the relevance floor and the 2,000-token budget")
+    print(f"{'floor':<12}{'dev injected':>14}{'memories':>10}{'tokens':>8} |"
+          f"{'held injected':>14}{'memories':>10}{'tokens':>8}")  # fmt: skip
+    for floor in FLOORS:
+        cells = []
+        for split in (DEVELOPMENT, HELD_OUT):
+            runs = [injected(retrievers[s], s, q, floor) for s, q in questions(data, split)]
+            share = sum(run[0] for run in runs) / len(runs)
+            count = statistics.median(run[1] for run in runs)
+            tokens = statistics.median(run[2] for run in runs)
+            cells.append(f"{share:>14.3f}{count:>10.0f}{tokens:>8.0f}")
+        label = f"{floor:.2f}" + (" (default)" if floor == default else "")
+        print(f"{label:<12}{cells[0]} |{cells[1]}")
 
 
 if __name__ == "__main__":

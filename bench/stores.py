@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from omniroute.config import SETTINGS_BY_NAME
 from omniroute.db import Database
 from omniroute.memory.pgvector import PgVectorIndex
+from omniroute.memory.vector_cache import VectorCache
 from omniroute.memory.vectors import SqliteVecIndex, VectorIndex
 from tests.stores import TestDatabase, start_pgvector_server
 
@@ -40,5 +42,13 @@ def database_url(store: str, folder: str) -> Iterator[str]:
 
 
 def vector_index(database: Database) -> VectorIndex:
-    """The vector index the service would build for this database."""
-    return PgVectorIndex() if database.dialect == "postgresql" else SqliteVecIndex()
+    """The vector index the service would build for this database (on SQLite with its RAM
+    cache of large keys, at the default settings)."""
+    if database.dialect == "postgresql":
+        return PgVectorIndex()
+    cache = VectorCache(
+        database.read,
+        min_vectors=SETTINGS_BY_NAME["MEMORY_VEC_CACHE_MIN_VECTORS"].default,
+        max_bytes=SETTINGS_BY_NAME["MEMORY_VEC_CACHE_MB"].default * 2**20,
+    )
+    return SqliteVecIndex(cache=cache)

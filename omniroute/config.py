@@ -12,6 +12,7 @@ from typing import Any
 
 from . import config_values as values
 from .config_backends import BACKEND_SETTINGS
+from .config_retrieval import RETRIEVAL_SETTINGS
 from .config_values import Setting
 
 
@@ -183,26 +184,6 @@ SETTINGS: tuple[Setting, ...] = (
         values.choice("none", "int8"),
     ),
     Setting(
-        "MEMORY_VEC_TOP_K",
-        100,
-        "Nearest neighbours a vector search takes before fusion (the reference's 20 lost recall "
-        "on the LoCoMo development split).",
-        values.positive_int,
-    ),
-    Setting(
-        "MEMORY_FUSION",
-        "blend",
-        "How hybrid retrieval merges keyword and vector results: `blend` (min-max normalised "
-        "scores, 0.5 each) or `rrf` (reciprocal rank fusion, as the reference does).",
-        values.choice("blend", "rrf"),
-    ),
-    Setting(
-        "MEMORY_RRF_K",
-        60,
-        "The k constant of reciprocal rank fusion (when fusion is `rrf`).",
-        values.positive_int,
-    ),
-    Setting(
         "METRICS_TOKEN",
         None,
         "A bearer token that may read `/metrics` (for a Prometheus scraper) besides the admin "
@@ -345,7 +326,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-SETTINGS += BACKEND_SETTINGS
+SETTINGS += RETRIEVAL_SETTINGS + BACKEND_SETTINGS
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 

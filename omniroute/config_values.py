@@ -72,6 +72,13 @@ def positive_number(raw: str) -> float:
     return value
 
 
+def fraction(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value <= 1:
+        raise ValueError("must be a number from 0 to 1")
+    return value
+
+
 def json_list(raw: str) -> list:
     value = json.loads(raw)
     if not isinstance(value, list):

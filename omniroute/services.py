@@ -45,6 +45,7 @@ from .memory.store import MemoryStore
 from .memory.summarize import Summarizer
 from .memory.summary_text import LlmWriter
 from .memory.sweep import RetentionSweep
+from .memory.vector_cache import VectorCache
 from .memory.vectors import SqliteVecIndex, VectorIndex
 from .periodic import Scheduler
 from .periodic_runs import PeriodicRuns
@@ -115,10 +116,15 @@ class Services:
         provider_client = ProviderClient(
             http, allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
         )
+        vector_cache = VectorCache(
+            database.read,
+            min_vectors=config["MEMORY_VEC_CACHE_MIN_VECTORS"],
+            max_bytes=config["MEMORY_VEC_CACHE_MB"] * 2**20,
+        )
         vectors: VectorIndex = (
             PgVectorIndex()
             if database.dialect == "postgresql"
-            else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"])
+            else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"], cache=vector_cache)
         )
         shared_models = SharedModels(database)
         activity = ActivityLog(database)
@@ -163,6 +169,8 @@ class Services:
             top_k=config["MEMORY_VEC_TOP_K"],
             fusion=config["MEMORY_FUSION"],
             rrf_k=config["MEMORY_RRF_K"],
+            blend_weight=config["MEMORY_BLEND_KEYWORD_WEIGHT"],
+            relevance_floor=config["MEMORY_RELEVANCE_FLOOR"],
             decay=DecayPolicy.from_config(config),
         )
         retriever = Retriever(
@@ -274,6 +282,8 @@ class Services:
         self.activity.flush()  # after the jobs, which count what they did
         self.backends.manager.shutdown()
         self.retriever.close()
+        if self.vectors.cache is not None:
+            self.vectors.cache.close()
         self.qdrant.sync.index.connection.close()
         self.http.close()
         if self.redis is not None:

@@ -59,12 +59,14 @@ def test_preview_shows_why_each_memory_ranks_where_it_does(client, owner, svc):
         "vectorStore": svc.db.vectors.backend,
         "strategyUsed": "hybrid",
         "fusion": "blend",
+        "relevanceFloor": 0.4,
         "rerankApplied": False,
         "rerankError": None,
         "fallbackReason": None,
     }
     assert result["budgetMaxTokens"] == 2000
-    assert result["totalTokensUsed"] == sum(m["tokens"] for m in result["memories"])
+    injected = [m for m in result["memories"] if m["injected"]]
+    assert result["totalTokensUsed"] == sum(m["tokens"] for m in injected)
 
 
 def test_preview_marks_what_fits_the_budget(client, owner):

@@ -4,10 +4,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omniroute.memory.fts import MAX_TOKENS, keyword_search, match_expression
+from omniroute.memory import fts
+from omniroute.memory.fts import MAX_TOKENS, keyword_search
 from omniroute.memory.query_words import topic_words
+from omniroute.memory.stemming import query_stems
 
 pytestmark = pytest.mark.both_stores
+
+
+def match_expression(query: str) -> str | None:
+    return fts.match_expression(query_stems(topic_words(query)))
+
 
 FTS_SYNTAX = ['"', "*", "(", ")", ":", "^", "-", "+", "NEAR", "AND", "OR", "NOT", "{", "}"]
 queries = st.one_of(
@@ -56,3 +63,19 @@ def test_stop_words_are_left_out_of_a_question():
 
 def test_a_question_of_stop_words_alone_searches_nothing():
     assert match_expression("what do you know about me?") is None
+
+
+def search(store, query: str, limit: int = 100) -> list[str]:
+    with store.db.read() as conn:
+        hits = keyword_search(conn, api_key_id="alice", query=query, now_iso=store.now(),
+                              limit=limit)  # fmt: skip
+    return [memory.key for memory, _ in hits]
+
+
+def test_matches_the_filters_drop_from_the_pool_are_made_up_for(store, monkeypatch):
+    monkeypatch.setattr(fts, "POOL_FACTOR", 1)
+    store.create(api_key_id="alice", key="kept", content="tea, once")
+    for n in range(2):  # the best matches: more tea, but expired
+        store.create(api_key_id="alice", key=f"gone{n}", content="tea tea tea tea",
+                     expires_at="2000-01-01T00:00:00.000Z")  # fmt: skip
+    assert search(store, "tea", limit=2) == ["kept"]

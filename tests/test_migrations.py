@@ -123,7 +123,7 @@ def test_rows_written_before_stemming_are_found_by_their_stems(fresh, tmp_path):
             ),
             [dict(zip(("id", "key", "content", "metadata"), row, strict=True)) for row in rows],
         )
-    assert migrate.upgrade(fresh) == ["0013_search_stems", "0014_stemmed_index"]
+    assert migrate.upgrade(fresh)[:2] == ["0013_search_stems", "0014_stemmed_index"]
     store = MemoryStore(fresh)
     with fresh.read() as conn:
         for query, expected in (("editor", "m0"), ("katze", "m1")):

@@ -34,3 +34,4 @@ WHEN old.search_stems IS NOT new.search_stems OR old.api_key_id IS NOT new.api_k
 END;
 
 INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
+

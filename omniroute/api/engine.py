@@ -42,7 +42,12 @@ class PreviewItemSchema(ma.Schema):
     decay = ma.fields.Float(
         metadata={"description": "typed decay's factor in `score` (1: none; see the README)"}
     )
-    injected = ma.fields.Boolean(metadata={"description": "within the token budget"})
+    injected = ma.fields.Boolean(
+        metadata={"description": "above the relevance floor and within the token budget"}
+    )
+    belowFloor = ma.fields.Boolean(
+        metadata={"description": "scored under MEMORY_RELEVANCE_FLOOR times the best score"}
+    )
 
 
 class ResolutionSchema(ma.Schema):
@@ -51,6 +56,7 @@ class ResolutionSchema(ma.Schema):
     vectorStore = ma.fields.String()
     strategyUsed = ma.fields.String()
     fusion = ma.fields.String()
+    relevanceFloor = ma.fields.Float()
     rerankApplied = ma.fields.Boolean()
     rerankError = ma.fields.String(allow_none=True)
     fallbackReason = ma.fields.String(allow_none=True)

@@ -34,8 +34,9 @@ def preview_retrieval(
         strategy=strategy,
         session_id=session_id,
     )
-    found = [item.memory for item in ranking.items]
-    injected = {memory.id for memory in within_budget(found, max_tokens)}
+    relevant = ranking.relevant(retriever.options.relevance_floor)
+    kept = {memory.id for memory in relevant}
+    injected = {memory.id for memory in within_budget(relevant, max_tokens)}
     return {
         "memories": [
             {
@@ -50,6 +51,7 @@ def preview_retrieval(
                 "ftsScore": item.fts_score,
                 "decay": item.decay,
                 "injected": item.memory.id in injected,
+                "belowFloor": item.memory.id not in kept,
             }
             for item in ranking.items[:limit]
         ],
@@ -59,6 +61,7 @@ def preview_retrieval(
             "vectorStore": ranking.vector_store or retriever.vector_store,
             "strategyUsed": ranking.strategy_used,
             "fusion": retriever.options.fusion,
+            "relevanceFloor": retriever.options.relevance_floor,
             "rerankApplied": ranking.rerank_applied,
             "rerankError": ranking.rerank_error,
             "fallbackReason": ranking.fallback_reason,

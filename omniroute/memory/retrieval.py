@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
+from sqlalchemy.sql.util import ClauseAdapter
 
 from ..clock import to_iso
 from ..tables import memories
@@ -51,7 +52,12 @@ FUSIONS = ("blend", "rrf")
 # Cosine similarity below which a vector match counts as unrelated (all-MiniLM-L6-v2 and
 # its distilled static model put unrelated short texts well below it).
 SIMILARITY_FLOOR = 0.25
-BLEND_KEYWORD_WEIGHT = 0.5
+# Chosen on the LoCoMo development split (bench/retrieval_quality.py; the README has the
+# table): the keyword side's share of a blend score (0.5 before stemming; 0.7 is best for
+# both local sources now), and the floor that injects as much evidence as a top-10 cut would,
+# with the fewest memories (about 10 of the 50 the budget would hold).
+BLEND_KEYWORD_WEIGHT = 0.7
+RELEVANCE_FLOOR = 0.4
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,9 @@ class RetrievalOptions:
     top_k: int = 100
     fusion: str = "blend"
     rrf_k: int = 60
+    blend_weight: float = BLEND_KEYWORD_WEIGHT  # the keyword side's share of a blend score
+    # What share of the best score a memory needs to be injected (0: all that fit).
+    relevance_floor: float = RELEVANCE_FLOOR
     decay: DecayPolicy = field(default_factory=DecayPolicy)
 
 
@@ -93,6 +102,15 @@ class Ranking:
     rerank_applied: bool = False
     rerank_error: str | None = None
     vector_store: str | None = None  # where the vector side came from, if it did
+
+    def relevant(self, floor: float) -> list[Memory]:
+        """The memories, best first, that score at least `floor` times the best score: the
+        few a question is about, not every memory that shares a word with it. A ranking
+        without positive scores (recent, a reranker's logits) keeps them all."""
+        best = self.items[0].score if self.items else 0.0
+        if floor <= 0 or best <= 0:
+            return [item.memory for item in self.items]
+        return [item.memory for item in self.items if item.score >= floor * best]
 
     def fall_back(self, reason: str) -> None:
         """Record why a tier was passed over (each reason kept, in order)."""
@@ -313,9 +331,12 @@ class Retriever:
         similar = {value: sim for value, sim in hits if sim >= SIMILARITY_FLOOR}
         if not similar:
             return []
-        rows = conn.execute(
-            select(memories).where(column.in_(similar), *self.store.live_conditions(live))
-        ).mappings()
+        # The hits first, by their key, then the conditions on those few: given both at once,
+        # SQLite's planner walked the owner's index instead (21 ms at 100k memories, not 1).
+        hit = select(memories).where(column.in_(similar)).cte("hit").prefix_with("MATERIALIZED")
+        on_hits = ClauseAdapter(hit)
+        conditions = [on_hits.traverse(c) for c in self.store.live_conditions(live)]
+        rows = conn.execute(select(hit).where(*conditions)).mappings()
         found = [(Memory.from_row(row), similar[row[name]]) for row in rows]
         return sorted(found, key=lambda pair: pair[1], reverse=True)
 
@@ -345,10 +366,10 @@ def fuse(
     else:
         keyword_norm = _min_max(dict((m.id, s) for m, s in keyword))
         vector_norm = _min_max(dict((m.id, s) for m, s in vector))
+        weight = options.blend_weight
         for memory_id, item in merged.items():
-            item.score = BLEND_KEYWORD_WEIGHT * keyword_norm.get(memory_id, 0.0) + (
-                1 - BLEND_KEYWORD_WEIGHT
-            ) * vector_norm.get(memory_id, 0.0)
+            keyword_part = keyword_norm.get(memory_id, 0.0)
+            item.score = weight * keyword_part + (1 - weight) * vector_norm.get(memory_id, 0.0)
     return sorted(merged.values(), key=lambda item: item.score, reverse=True)
 
 

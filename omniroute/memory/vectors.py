@@ -4,7 +4,8 @@ Every index keys its rows by memories.seq and searches inside one tenant (the re
 took a global top-k and filtered afterwards, starving every tenant but the largest).
 memory_vec_meta records the embedding signature the vectors were made with; a new signature
 rebuilds the index and marks every memory for re-embedding. On SQLite the owner is the vec0
-partition key; PostgreSQL's pgvector index is in pgvector.py.
+partition key, and a large key's searches can be served from RAM (vector_cache.py), for
+which every vector write is logged; PostgreSQL's pgvector index is in pgvector.py.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from sqlalchemy import Connection, select, update
 
 from ..clock import now_iso
 from ..tables import memories, memory_vec_meta
+from .vector_cache import VECTORS as TABLE
+from .vector_cache import VectorCache, record_changes
 
-TABLE = "vec_memories"
 QUANTIZATIONS = ("none", "int8")
 
 
@@ -38,6 +40,7 @@ class VectorIndex(ABC):
     """What every vector index does; the record of its signature is shared."""
 
     quantization = "none"
+    cache: VectorCache | None = None  # large keys' vectors in RAM (SQLite's index only)
 
     def meta(self, conn: Connection) -> VectorMeta:
         row = conn.execute(select(memory_vec_meta)).mappings().one()
@@ -98,10 +101,12 @@ class VectorIndex(ABC):
 class SqliteVecIndex(VectorIndex):
     """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
 
-    def __init__(self, quantization: str = "none") -> None:
+    def __init__(self, quantization: str = "none", cache: VectorCache | None = None) -> None:
+        """`cache` holds large keys' vectors in RAM for their searches (float32 only)."""
         if quantization not in QUANTIZATIONS:
             raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
         self.quantization = quantization
+        self.cache = cache if quantization == "none" else None
         # int8 vectors are stored quantised; queries are quantised the same way.
         self._value = "vec_quantize_int8(?, 'unit')" if quantization == "int8" else "?"
 
@@ -129,16 +134,22 @@ class SqliteVecIndex(VectorIndex):
             f"INSERT INTO {TABLE} (rowid, owner, embedding) VALUES (?, ?, {self._value})",
             [(seq, owner, _blob(vector)) for seq, owner, vector in items],
         )
+        record_changes(conn, [seq for seq, _, _ in items])
 
     def delete(self, conn: Connection, seqs: list[int]) -> None:
         if seqs and self.exists(conn):
             conn.exec_driver_sql(f"DELETE FROM {TABLE} WHERE rowid = ?", [(seq,) for seq in seqs])
+            record_changes(conn, seqs)
 
     def search(
         self, conn: Connection, owner: str, vector: np.ndarray, k: int
     ) -> list[tuple[int, float]]:
         if not self.exists(conn):
             return []
+        if self.cache is not None:
+            held = self.cache.search(conn, owner, vector, k, self.meta(conn).signature)
+            if held is not None:
+                return held
         rows = conn.exec_driver_sql(
             f"SELECT rowid, distance FROM {TABLE} "
             f"WHERE embedding MATCH {self._value} AND owner = ? AND k = ? ORDER BY distance",

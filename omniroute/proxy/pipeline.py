@@ -99,7 +99,7 @@ class MemoryTurn:
             RETRIEVAL_LATENCY.labels(ranking.strategy_used, fallback).observe(
                 time.perf_counter() - started
             )
-            return [item.memory for item in ranking.items]
+            return ranking.relevant(svc.retriever.options.relevance_floor)
         query = SearchQuery(
             query=self.user_text,
             api_key_id=self.api_key_id,

@@ -108,7 +108,7 @@ class ServingMemories:
                     api_key_id=owner, query=query, settings=self._settings.get()
                 )
                 scores = {item.memory.id: item.score for item in ranking.items}
-                return [item.memory for item in ranking.items], scores
+                return ranking.relevant(self._retriever.options.relevance_floor), scores
             asked = SearchQuery(query=query, api_key_id=owner, limit=limit, max_tokens=max_tokens)
             found = remote.search(asked).memories
             return [m for m in found if m.api_key_id == owner], {}

@@ -215,7 +215,7 @@ def main() -> None:
 def print_injection(source: str, data: dict, retrievers: dict) -> None:
     default = RetrievalOptions().relevance_floor
     print(f"{source}: default hybrid through the relevance floor and the 2,000-token budget")
-    print(f"{'floor':<12}{'dev injected':>14}{'memories':>10}{'tokens':>8} |"
+    print(f"{'floor':<16}{'dev injected':>14}{'memories':>10}{'tokens':>8} |"
           f"{'held injected':>14}{'memories':>10}{'tokens':>8}")  # fmt: skip
     for floor in FLOORS:
         cells = []
@@ -226,7 +226,7 @@ def print_injection(source: str, data: dict, retrievers: dict) -> None:
             tokens = statistics.median(run[2] for run in runs)
             cells.append(f"{share:>14.3f}{count:>10.0f}{tokens:>8.0f}")
         label = f"{floor:.2f}" + (" (default)" if floor == default else "")
-        print(f"{label:<12}{cells[0]} |{cells[1]}")
+        print(f"{label:<16}{cells[0]} |{cells[1]}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from .base import (
     NewMemory,
     SearchQuery,
 )
-from .guarded import GuardedHttp, NotFound
+from .guarded import NotFound, RemoteBackend
 from .wire import (
     changes_json,
     memories_from_json,
@@ -74,7 +74,7 @@ class GenericConfig:
         return self.endpoints.get(name) or DEFAULT_ENDPOINTS[name]
 
 
-class GenericMemoryBackend:
+class GenericMemoryBackend(RemoteBackend):
     def __init__(
         self,
         backend_id: str,
@@ -84,20 +84,17 @@ class GenericMemoryBackend:
         *,
         allow_local: bool,
     ) -> None:
-        self.id = backend_id
-        self.display_name = display_name
-        self.config = config
-        headers = {"Content-Type": "application/json", **config.headers}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
-        self._http = GuardedHttp(
+        super().__init__(
+            backend_id,
             display_name,
             config.base_url,
             http,
             allow_local=allow_local,
-            headers=headers,
+            api_key=config.api_key,
             timeout_seconds=config.timeout_ms / 1000,
+            headers={"Content-Type": "application/json", **config.headers},
         )
+        self.config = config
         self._ready = False
 
     # -- life cycle -----------------------------------------------------------------------

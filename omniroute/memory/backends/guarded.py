@@ -1,5 +1,6 @@
 """HTTP for remote backends: every request through the outbound URL guard, sent to the
-checked address, never following a redirect, its failures as BackendErrors."""
+checked address, never following a redirect, its failures as BackendErrors; and what every
+remote backend is made of (RemoteBackend)."""
 
 from __future__ import annotations
 
@@ -83,3 +84,31 @@ class GuardedHttp:
             return response.json()
         except ValueError:
             raise BackendError(f"{self.name} sent a body that is not JSON.") from None
+
+
+class RemoteBackend:
+    """A remote backend's id, name and GuardedHttp, with its API key as a Bearer token."""
+
+    def __init__(
+        self,
+        backend_id: str,
+        display_name: str,
+        base_url: str,
+        http: httpx.Client,
+        *,
+        allow_local: bool,
+        api_key: str | None,
+        timeout_seconds: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.id = backend_id
+        self.display_name = display_name
+        sent = {**(headers or {}), **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+        self._http = GuardedHttp(
+            display_name,
+            base_url,
+            http,
+            allow_local=allow_local,
+            headers=sent,
+            timeout_seconds=timeout_seconds,
+        )

@@ -25,7 +25,7 @@ from .base import (
     SearchQuery,
     Stateless,
 )
-from .guarded import GuardedHttp, NotFound
+from .guarded import NotFound, RemoteBackend
 
 DEFAULT_URL = "https://api.notion.com/v1"
 NOTION_VERSION = "2022-06-28"
@@ -41,7 +41,7 @@ TEXT_PROPERTIES = {
 }
 
 
-class NotionBackend(Stateless):
+class NotionBackend(RemoteBackend, Stateless):
     def __init__(
         self,
         http: httpx.Client,
@@ -54,20 +54,17 @@ class NotionBackend(Stateless):
         display_name: str = "Notion",
         timeout_seconds: float = 30.0,
     ) -> None:
-        self.id = backend_id
-        self.display_name = display_name
-        self.database_id = database_id
-        headers = {"Notion-Version": NOTION_VERSION, "Content-Type": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._http = GuardedHttp(
+        super().__init__(
+            backend_id,
             display_name,
             base_url,
             http,
             allow_local=allow_local,
-            headers=headers,
+            api_key=api_key,
             timeout_seconds=timeout_seconds,
+            headers={"Notion-Version": NOTION_VERSION, "Content-Type": "application/json"},
         )
+        self.database_id = database_id
 
     def health(self) -> Health:
         return self._http.check(f"/databases/{self.database_id}")[0]

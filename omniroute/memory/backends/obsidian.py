@@ -33,7 +33,7 @@ from .base import (
     SearchQuery,
     Stateless,
 )
-from .guarded import GuardedHttp, NotFound
+from .guarded import NotFound, RemoteBackend
 
 DEFAULT_URL = "http://localhost:27123"
 DEFAULT_FOLDER = "OmniRoute"
@@ -46,7 +46,7 @@ def file_name(text: str) -> str:
     return _UNSAFE.sub("_", text).strip(" .") or "_"
 
 
-class ObsidianBackend(Stateless):
+class ObsidianBackend(RemoteBackend, Stateless):
     def __init__(
         self,
         http: httpx.Client,
@@ -59,18 +59,16 @@ class ObsidianBackend(Stateless):
         display_name: str = "Obsidian Vault",
         timeout_seconds: float = 30.0,
     ) -> None:
-        self.id = backend_id
-        self.display_name = display_name
-        self.folder = folder.strip("/")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = GuardedHttp(
+        super().__init__(
+            backend_id,
             display_name,
             base_url,
             http,
             allow_local=allow_local,
-            headers=headers,
+            api_key=api_key,
             timeout_seconds=timeout_seconds,
         )
+        self.folder = folder.strip("/")
 
     def health(self) -> Health:
         health, status = self._http.check("/")

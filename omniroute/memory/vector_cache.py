@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 from sqlalchemy import Connection, func, select
 
-from ..tables import memories
+from ..tables import memories, memory_vec_meta
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,11 @@ def _head(conn: Connection) -> int:
     return found or 0
 
 
+def _signature(conn: Connection) -> str | None:
+    """The embedding signature the vector table holds now (it is rebuilt on a change)."""
+    return conn.execute(select(memory_vec_meta.c.embedding_signature)).scalar()
+
+
 def _unit(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
@@ -59,7 +64,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 class TenantMatrix:
     """One key's vectors: rows of a growing float32 matrix, unit length, by memory seq."""
 
-    def __init__(self, owner: str, signature: str, dim: int, head: int) -> None:
+    def __init__(self, owner: str, signature: str | None, dim: int, head: int) -> None:
         self.owner, self.signature, self.head = owner, signature, head
         self.lock = threading.Lock()
         self._seqs = np.zeros(0, dtype=np.int64)
@@ -129,18 +134,18 @@ class VectorCache:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omniroute-vectors")
 
     def search(
-        self, conn: Connection, owner: str, vector: np.ndarray, k: int, signature: str
+        self, conn: Connection, owner: str, vector: np.ndarray, k: int
     ) -> list[tuple[int, float]] | None:
         """The owner's k nearest as (seq, cosine), or None: not a large key, or not built
-        yet (the caller asks sqlite-vec)."""
+        yet (the caller asks sqlite-vec). A small key costs no query here."""
         matrix = self._matrices.get(owner)
-        if matrix is None or matrix.signature != signature:
-            self._consider(owner, signature, len(vector))
+        if matrix is None or matrix.signature != _signature(conn):
+            self._consider(owner, len(vector))
             return None
         with matrix.lock:
             if not self._catch_up(conn, matrix):
                 self._forget(owner)
-                self._consider(owner, signature, len(vector))
+                self._consider(owner, len(vector))
                 return None
             return matrix.nearest(vector, k)
 
@@ -175,7 +180,7 @@ class VectorCache:
         matrix.head = changes[-1][0]
         return True
 
-    def _consider(self, owner: str, signature: str, dim: int) -> None:
+    def _consider(self, owner: str, dim: int) -> None:
         """Build the owner's matrix in the background if the key is large enough."""
         with self._lock:
             if owner in self._building:
@@ -183,9 +188,9 @@ class VectorCache:
             if time.monotonic() - self._checked.get(owner, -RECHECK_SECONDS) < RECHECK_SECONDS:
                 return
             self._building.add(owner)
-        self._pool.submit(self._build, owner, signature, dim)
+        self._pool.submit(self._build, owner, dim)
 
-    def _build(self, owner: str, signature: str, dim: int) -> None:
+    def _build(self, owner: str, dim: int) -> None:
         try:
             with self._read() as conn:
                 size = conn.execute(
@@ -193,7 +198,7 @@ class VectorCache:
                 ).scalar_one()  # the memories' index counts fast; vec0 would scan
                 rows = []
                 if size >= self.min_vectors and self._fits(size * dim * 4, owner):
-                    head = _head(conn)
+                    head, signature = _head(conn), _signature(conn)
                     rows = conn.exec_driver_sql(
                         f"SELECT rowid, embedding FROM {VECTORS} WHERE owner = ?", (owner,)
                     ).all()

@@ -147,7 +147,7 @@ class SqliteVecIndex(VectorIndex):
         if not self.exists(conn):
             return []
         if self.cache is not None:
-            held = self.cache.search(conn, owner, vector, k, self.meta(conn).signature)
+            held = self.cache.search(conn, owner, vector, k)
             if held is not None:
                 return held
         rows = conn.exec_driver_sql(

@@ -41,7 +41,10 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
     log.info("job %s: %d facts", job.id if job else "in-process", count)
     svc.activity.add("extractions")
     svc.activity.add("facts", count)
-    svc.activity.flush()  # an RQ work horse exits when the job returns
+    if job is not None:
+        # An RQ work horse exits when the job returns; in-process, the batch's timer writes
+        # (a flush per job would be a write transaction per chat turn beside the requests).
+        svc.activity.flush()
     return count
 
 

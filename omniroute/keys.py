@@ -1,7 +1,9 @@
 """Gateway API keys: `sk-omr-` secrets shown once, stored only as SHA-256 hashes.
 
 The secrets are 256 random bits, so a fast hash is enough (no password-style stretching);
-lookups go by hash, and the final comparison is constant-time.
+lookups go by hash, and the final comparison is constant-time. The key a secret found is kept
+for a few seconds (read_cache.py): a revoke or scope change applies at once in the process
+that made it, and within that TTL in the others.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sqlalchemy import insert, select, update
 
 from .clock import now_iso
 from .db import Database
+from .read_cache import ReadCache
 from .tables import api_keys
 
 KEY_PREFIX = "sk-omr-"
@@ -64,6 +67,7 @@ class ApiKeyStore:
         self.db = database
         self._last_touched: dict[str, float] = {}
         self._touch_lock = threading.Lock()
+        self._by_digest: ReadCache[ApiKey] = ReadCache(1024)
 
     def create(self, name: str, scopes=SCOPES) -> tuple[ApiKey, str]:
         """Make a key; return it with its secret, which is never available again."""
@@ -113,6 +117,7 @@ class ApiKeyStore:
                 .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
                 .values(scopes=" ".join(chosen))
             )
+        self._by_digest.clear()
         return self.get(key_id) if result.rowcount == 1 else None
 
     def revoke(self, key_id: str) -> bool:
@@ -123,6 +128,7 @@ class ApiKeyStore:
                 .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
                 .values(revoked_at=now_iso())
             )
+        self._by_digest.clear()
         return result.rowcount == 1
 
     def authenticate(self, secret: str) -> ApiKey | None:
@@ -130,6 +136,12 @@ class ApiKeyStore:
         if not secret.startswith(KEY_PREFIX):
             return None
         digest = hash_secret(secret)
+        key = self._by_digest.get(digest, lambda: self._active(digest))
+        if key is not None:
+            self._touch(key.id)
+        return key
+
+    def _active(self, digest: str) -> ApiKey | None:
         with self.db.read() as conn:
             row = (
                 conn.execute(select(api_keys).where(api_keys.c.secret_hash == digest))
@@ -140,7 +152,6 @@ class ApiKeyStore:
             return None
         if not hmac.compare_digest(row["secret_hash"], digest):
             return None
-        self._touch(row["id"])
         return _from_row(row)
 
     def _touch(self, key_id: str) -> None:

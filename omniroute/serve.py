@@ -1,8 +1,9 @@
 """The web process: the Flask app served by uvicorn (`python -m omniroute.serve`).
 
-The MCP server's streamable HTTP app answers /mcp; every other path goes to Flask, which runs
-behind a2wsgi's WSGI-to-ASGI bridge on a pool of threads, so streamed responses reach clients
-chunk by chunk.
+The MCP server's streamable HTTP app answers /mcp (and its OAuth metadata); every other path
+goes straight to Flask, which runs behind a2wsgi's WSGI-to-ASGI bridge on a pool of threads, so
+streamed responses reach clients chunk by chunk. Only MCP's paths pass MCP's bearer check: a
+/v1 or /api request's token is checked once, by Flask.
 """
 
 from __future__ import annotations
@@ -11,23 +12,39 @@ import uvicorn
 from a2wsgi import WSGIMiddleware
 from flask import Flask
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .factory import create_app
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
 
 
-def asgi_app(app: Flask) -> Starlette:
+class PathDispatch:
+    """ASGI: the MCP app's own paths (with or without a trailing slash) and the lifespan go to
+    it, every other request to Flask. Not a Starlette Mount: its pattern does not match a path
+    with a newline in it, and its middleware (MCP's bearer check) would run for every path."""
+
+    def __init__(self, mcp: Starlette, flask: ASGIApp) -> None:
+        self.mcp = mcp
+        self.flask = flask
+        self.mcp_paths = frozenset(
+            path for route in mcp.routes for path in (route.path, route.path + "/")
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or scope.get("path") in self.mcp_paths:
+            await self.mcp(scope, receive, send)
+        else:
+            await self.flask(scope, receive, send)
+
+
+def asgi_app(app: Flask) -> PathDispatch:
     """MCP's streamable HTTP app at /mcp, with every Flask route beside it."""
     base_url = f"http://{app.config['HOST']}:{app.config['PORT']}"
     server = build_server(app.extensions["omniroute"], app.config, base_url=base_url)
-    combined = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
-    # Flask answers whatever MCP does not: as the router's default, not a Mount("/"), whose
-    # pattern does not match a path with a newline in it (Starlette answered those with a
-    # plain-text 404 of its own).
-    combined.router.default = WSGIMiddleware(app, workers=app.config["WEB_THREADS"])
-    combined.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
-    return combined
+    mcp = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
+    mcp.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
+    return PathDispatch(mcp, WSGIMiddleware(app, workers=app.config["WEB_THREADS"]))
 
 
 def proxy_options(config) -> dict:

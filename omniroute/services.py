@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
@@ -106,9 +107,12 @@ class Services:
         providers = ProviderStore(database, settings, box)
         qdrant_settings = QdrantSettings(settings, box, config)
         qdrant_outbox = QdrantOutbox(database, enabled=qdrant_settings.enabled)
-        # Redirects are never followed: each outbound URL is checked before it is used.
+        # Redirects are never followed: each outbound URL is checked before it is used. No
+        # cookie is kept: the client is shared by every key, and a provider's cookie (a CDN's
+        # session) must not ride along with another key's requests.
         http = httpx.Client(
             follow_redirects=False,
+            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
             timeout=httpx.Timeout(
                 config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
             ),

@@ -11,6 +11,7 @@ from sqlalchemy import delete, insert, select, update
 
 from ..clock import now_iso
 from ..db import Database
+from ..read_cache import ReadCache
 from ..sealed import SecretBox
 from ..settings_store import SettingsStore
 from ..tables import providers
@@ -53,6 +54,8 @@ class ProviderStore:
         self.db = database
         self.settings = settings
         self.box = box  # API keys are stored sealed
+        # Every chat looks its provider up: kept for a few seconds, cleared by our writes.
+        self._by_id: ReadCache[Provider] = ReadCache(256)
 
     def seal_plain_keys(self) -> int:
         """Seal the API keys stored in plain text (by versions before sealing); return how many.
@@ -71,6 +74,7 @@ class ProviderStore:
                     .where(providers.c.id == provider_id)
                     .values(api_key=self.box.seal(plain))
                 )
+        self._by_id.clear()
         return len(rows)
 
     def default_id(self) -> str | None:
@@ -92,6 +96,9 @@ class ProviderStore:
             return [_from_row(row, self.box) for row in rows]
 
     def get(self, provider_id: str) -> Provider | None:
+        return self._by_id.get(provider_id, lambda: self._read(provider_id))
+
+    def _read(self, provider_id: str) -> Provider | None:
         with self.db.read() as conn:
             row = (
                 conn.execute(select(providers).where(providers.c.id == provider_id))
@@ -120,6 +127,7 @@ class ProviderStore:
                         id=provider_id, **values, created_at=now, updated_at=now
                     )
                 )
+        self._by_id.clear()
         provider = self.get(provider_id)
         assert provider is not None
         return provider, not exists
@@ -127,6 +135,7 @@ class ProviderStore:
     def delete(self, provider_id: str) -> bool:
         with self.db.write() as conn:
             result = conn.execute(delete(providers).where(providers.c.id == provider_id))
+        self._by_id.clear()
         return result.rowcount == 1
 
 

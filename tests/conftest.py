@@ -5,8 +5,6 @@ import pysqlite3.dbapi2 as sqlite3
 import pytest
 import redis
 import sqlite_vec
-from flask import Flask
-from flask.testing import FlaskClient
 
 from omniroute import migrate
 from omniroute.config import SETTINGS
@@ -42,19 +40,6 @@ def pytest_report_header(config):
         f"SQLite {sqlite3.sqlite_version} (pysqlite3), sqlite-vec {sqlite_vec.__version__};"
         " PostgreSQL from pgserver (pgvector) and 127.0.0.1:5432 (no pgvector)"
     )
-
-
-class ClosingClient(FlaskClient):
-    """A test client that reads each response whole and closes it, as every WSGI server does:
-    what the app runs once an answer is sent (extraction after a chat) runs in tests too."""
-
-    def open(self, *args, buffered: bool = True, **kwargs):
-        return super().open(*args, buffered=buffered, **kwargs)
-
-
-@pytest.fixture(autouse=True)
-def closing_test_client(monkeypatch):
-    monkeypatch.setattr(Flask, "test_client_class", ClosingClient)
 
 
 @pytest.fixture(autouse=True)

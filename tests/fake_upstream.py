@@ -255,3 +255,9 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.wfile.flush()
 
     return Handler
+
+
+if __name__ == "__main__":  # a process of its own (bench/proxy_overhead.py): prints its URL
+    served = FakeUpstream().start()
+    print(served.base_url, flush=True)
+    threading.Event().wait()

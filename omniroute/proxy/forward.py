@@ -11,7 +11,6 @@ from typing import Any
 from flask import Response, g, request, stream_with_context
 from flask_smorest import abort
 
-from ..logs import bound_request_id, current_request_id
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .blueprint import bad_field
@@ -78,28 +77,13 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
         raw = upstream.read()
     finally:
         upstream.close()
-    content_type = upstream.headers.get("content-type", "application/json")
-    response = Response(raw, upstream.status_code, headers, content_type=content_type)
-    if upstream.status_code == 200 and turn.enabled:
-        # Once the answer is sent, as a stream's is: the outbox write is not the client's wait.
-        response.call_on_close(_after_answer(svc, turn, raw, dialect))
-    return response
-
-
-def _after_answer(svc, turn: MemoryTurn, raw: bytes, dialect: Dialect) -> Callable[[], None]:
-    """Queue extraction of a whole answer; run when the response closes, outside the request
-    context, so the request's id is bound again for the jobs' log lines."""
-    request_id = current_request_id()
-
-    def finish() -> None:
+    if upstream.status_code == 200:
         try:
-            reply = dialect.reply_text(json.loads(raw))
+            turn.finish(svc, dialect.reply_text(json.loads(raw)))
         except ValueError:
-            return
-        with bound_request_id(request_id):
-            turn.finish(svc, reply)
-
-    return finish
+            pass
+    content_type = upstream.headers.get("content-type", "application/json")
+    return Response(raw, upstream.status_code, headers, content_type=content_type)
 
 
 def _relay(upstream, turn: MemoryTurn, reply: StreamedReply):

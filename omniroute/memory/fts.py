@@ -2,7 +2,7 @@
 
 Both stores search the Snowball stems of each memory (stemming.py: `search_stems`) for the
 stems of the query's topic words in every language. On SQLite it is FTS5's MATCH ranked by
-bm25 (here); on PostgreSQL a tsvector search ranked by ts_rank_cd (tsvector.py). Both take
+bm25 (here); on PostgreSQL a tsvector search ranked by ts_rank (tsvector.py). Both take
 the same filters and give higher scores to better matches.
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from omniroute import migrate
 from omniroute.db import Database
@@ -72,6 +73,12 @@ def test_a_large_key_is_answered_from_ram_as_sqlite_vec_would(database, cache, i
     assert "big" in cache._matrices, "built in the background after the first search"
     same(nearest(database, cached, "big"), first)
     same(nearest(database, cached, "big", query=7, k=25), nearest(database, writer, "big", 7, 25))
+
+
+def test_a_process_with_a_cache_multiplies_on_one_blas_thread(cache):
+    """A second BLAS thread ran against hybrid's keyword search on two cores (bench)."""
+    blas = [info for info in threadpool_info() if info["user_api"] == "blas"]
+    assert blas and all(info["num_threads"] == 1 for info in blas)
 
 
 def test_a_small_key_stays_with_sqlite_vec(database, cache, indexes):

@@ -99,8 +99,8 @@ def percentile(values: list[float], share: float) -> float:
 
 
 @contextmanager
-def process(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    child = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def process(command: list[str], env: dict[str, str], stdout=None) -> Iterator[subprocess.Popen]:
+    child = subprocess.Popen(command, env=env, cwd=ROOT, stdout=stdout, text=True)
     try:
         yield child
     finally:
@@ -132,7 +132,7 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory() as folder,
         database_url(args.store, folder) as url,
-        process(upstream_command, environment()) as upstream,
+        process(upstream_command, environment(), subprocess.PIPE) as upstream,  # prints its URL
     ):
         upstream_url = upstream.stdout.readline().strip()
         port = free_port()

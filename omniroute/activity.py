@@ -29,7 +29,16 @@ FLUSH_SECONDS = 10.0
 KEEP_DAYS = 8
 # Upper bounds (ms) of the retrieval latency buckets; the last is everything slower.
 LATENCY_BOUNDS_MS = (5, 10, 25, 50, 100, 250, 500, 1000, 2500, math.inf)
-COUNTS = ("chats", "injected", "tokens_added", "extractions", "facts", "tokens_saved")
+COUNTS = (
+    "chats",
+    "injected",
+    "tokens_added",
+    "extractions",
+    "facts",
+    "tokens_saved",
+    "rejected",  # chats refused with 503: MAX_OPEN_STREAMS were open
+    "stream_seconds",  # seconds of open relays, each added when it ends: / step = average
+)
 # The windows the view shows: (minutes back, minutes a step).
 WINDOWS = {"hour": (60, 1), "day": (24 * 60, 30), "week": (7 * 24 * 60, 180)}
 

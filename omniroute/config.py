@@ -321,8 +321,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WEB_THREADS",
         8,
-        "Worker threads that run Flask requests inside the web process.",
+        "Threads that run Flask requests inside the web process. A chat holds one only while "
+        "it is authenticated and its memories are found: the provider's answer is relayed on "
+        "the event loop, so a few threads serve hundreds of open streams.",
         values.positive_int,
+    ),
+    Setting(
+        "MAX_OPEN_STREAMS",
+        1000,
+        "Chats (streamed or not) one web process relays at once. Past it a new chat gets 503 "
+        "with `Retry-After` at once, in OpenAI's error shape, instead of waiting in a queue.",
+        values.positive_int,
+    ),
+    Setting(
+        "SHUTDOWN_GRACE_SECONDS",
+        25.0,
+        "On SIGTERM the web process stops accepting and lets open streams finish for this "
+        "long, then ends them cleanly (platforms kill at 30 s).",
+        values.positive_number,
     ),
 )
 

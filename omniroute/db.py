@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Table, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from .db_postgres import detect_pgvector, is_postgres, postgres_engine
 from .db_sqlite import BEGIN_OPTION, sqlite_engine
@@ -54,6 +56,23 @@ def is_busy(error: BaseException) -> bool:
         return True
     text = str(getattr(error, "orig", error)).lower()
     return "database is locked" in text or "database is busy" in text
+
+
+# SQLite's words for a database file that cannot be reached at all (a missing or unreadable
+# volume); its other OperationalErrors (syntax, a missing table) are bugs, not outages.
+_SQLITE_UNAVAILABLE = ("unable to open database file", "disk i/o error")
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """Whether a driver error means that the database cannot be reached now (down, restarting,
+    out of connections, a pool whose every connection is taken): try again soon."""
+    if isinstance(error, PoolTimeout):
+        return True
+    if not isinstance(error, OperationalError):
+        return False
+    if isinstance(error.orig, psycopg.OperationalError):
+        return True
+    return any(words in str(error.orig).lower() for words in _SQLITE_UNAVAILABLE)
 
 
 def redacted(url: str) -> str:

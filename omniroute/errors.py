@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NoReturn
 
 import marshmallow as ma
-from flask import Flask, jsonify
+from flask import Flask, has_request_context, jsonify, request
 from werkzeug.exceptions import (
     HTTPException,
     InternalServerError,
@@ -18,7 +18,7 @@ from werkzeug.exceptions import (
     UnprocessableEntity,
 )
 
-from .db import DatabaseBusy, is_busy
+from .db import DatabaseBusy, is_busy, is_unavailable
 from .text_rules import UnstorableText
 
 log = logging.getLogger(__name__)
@@ -161,11 +161,25 @@ def unexpected_error_response(error: Exception):
             return http_error_response(invalid)
     if isinstance(error, DatabaseBusy) or is_busy(error):
         log.warning("database busy: %s", error)
-        busy = ServiceUnavailable(retry_after=BUSY_RETRY_AFTER_SECONDS)
-        busy.data = {"message": "The database is busy with other writes; try again shortly."}
-        return http_error_response(busy)
+        return _unavailable(
+            "The database is busy with other writes; try again shortly.", "database_busy"
+        )
+    if is_unavailable(error):
+        log.warning("database unavailable: %s", error)
+        return _unavailable(
+            "The database is unavailable; try again shortly.", "database_unavailable"
+        )
     log.exception("unhandled error", exc_info=error)
     return http_error_response(InternalServerError())
+
+
+def _unavailable(message: str, code: str):
+    """503 with Retry-After; on /v1 with OpenAI's `code` as well, which its clients read."""
+    error = ServiceUnavailable(retry_after=BUSY_RETRY_AFTER_SECONDS)
+    error.data = {"message": message}
+    if has_request_context() and request.path.startswith("/v1/"):
+        error.data["code"] = code
+    return http_error_response(error)
 
 
 def register_error_handlers(app: Flask) -> None:

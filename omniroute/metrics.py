@@ -51,6 +51,18 @@ BACKEND_SYNC = Counter(
     "omniroute_backend_sync", "Updates and deletes sent on to fallback memory backends, by "
     "backend, operation and outcome.", ["backend", "operation", "outcome"],
 )  # fmt: skip
+OPEN_STREAMS = Gauge(
+    "omniroute_open_streams", "Chats (streamed or not) being relayed to their providers now.",
+    multiprocess_mode="livesum",
+)  # fmt: skip
+CHATS_REJECTED = Counter(
+    "omniroute_chats_rejected", "Chats refused with 503 because MAX_OPEN_STREAMS were open.",
+)  # fmt: skip
+STREAMS_ENDED = Counter(
+    "omniroute_streams_ended", "Relayed chats by how they ended: complete, client_left (the "
+    "provider's stream closed at once), upstream_failed, or shutdown (cut at the grace's end).",
+    ["how"],
+)  # fmt: skip
 QUEUE_DEPTH = Gauge(
     "omniroute_queue_depth", "Jobs waiting, by queue (at the last scrape).", ["queue"],
     multiprocess_mode="max",

@@ -7,6 +7,7 @@ GET /metrics (Prometheus text).
 
 from __future__ import annotations
 
+import functools
 import hmac
 import time
 
@@ -15,6 +16,7 @@ from flask.views import MethodView
 from flask_smorest import Api, Blueprint
 
 from .auth import bearer_token, require_admin
+from .handoff import handoff_of
 from .logs import REQUEST_ID_HEADER, log_request, request_id_from
 from .metrics import EMBEDDING_CACHE, HTTP_LATENCY, HTTP_REQUESTS, QUEUE_DEPTH, exposition
 from .services import services
@@ -40,29 +42,40 @@ def _started() -> None:
 
 
 def _counted(response: Response) -> Response:
-    """Count, time and log the request (a stream: until its headers go out)."""
+    """Count, time and log the request (a stream: until its headers go out); a chat handed
+    to the front is counted and logged by it, once its answer's status is known."""
     # The rule, not the path: /api/memory/<memory_id> is one series, and unknown paths one.
     route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-    HTTP_REQUESTS.labels(route, request.method, str(response.status_code)).inc()
     started = g.get("started")
-    if started is None:  # a request refused before the app's first hook ran
-        return response
-    HTTP_LATENCY.labels(route, request.method).observe(time.perf_counter() - started)
-    response.headers[REQUEST_ID_HEADER] = g.request_id
-    api_key = g.get("api_key")
-    log_request(
-        request.method,
-        route,
-        response.status_code,
-        started,
-        key_id=api_key.id if api_key is not None else None,
-        provider=g.get("provider"),
-        model=g.get("model"),
-        memories_injected=g.get("memories_injected"),
-        memory_backend=g.get("memory_backend"),
-        memory_fallback=g.get("memory_fallback"),
-    )
+    if started is not None:
+        response.headers[REQUEST_ID_HEADER] = g.request_id
+    handoff = handoff_of(request.environ)
+    report = functools.partial(_report, route, request.method, started, _log_fields())
+    if handoff is not None and handoff.relay is not None:
+        handoff.report = report
+    else:
+        report(response.status_code)
     return response
+
+
+def _log_fields() -> dict:
+    api_key = g.get("api_key")
+    return {
+        "key_id": api_key.id if api_key is not None else None,
+        "provider": g.get("provider"),
+        "model": g.get("model"),
+        "memories_injected": g.get("memories_injected"),
+        "memory_backend": g.get("memory_backend"),
+        "memory_fallback": g.get("memory_fallback"),
+    }
+
+
+def _report(route: str, method: str, started: float | None, fields: dict, status: int) -> None:
+    HTTP_REQUESTS.labels(route, method, str(status)).inc()
+    if started is None:  # a request refused before the app's first hook ran
+        return
+    HTTP_LATENCY.labels(route, method).observe(time.perf_counter() - started)
+    log_request(method, route, status, started, **fields)
 
 
 @blp.route("/metrics")

@@ -1,9 +1,11 @@
 """The web process: the Flask app served by uvicorn (`python -m omniroute.serve`).
 
 The MCP server's streamable HTTP app answers /mcp (and its OAuth metadata); every other path
-goes straight to Flask, which runs behind a2wsgi's WSGI-to-ASGI bridge on a pool of threads, so
-streamed responses reach clients chunk by chunk. Only MCP's paths pass MCP's bearer check: a
-/v1 or /api request's token is checked once, by Flask.
+goes to Flask, which runs behind a2wsgi's WSGI-to-ASGI bridge on a pool of WEB_THREADS
+threads; the probes have two threads of their own. A chat holds a thread only until its
+memories are in the body: the chat front (proxy/front.py) relays the provider's answer on the
+event loop, so one process holds MAX_OPEN_STREAMS streams. Only MCP's paths pass MCP's bearer
+check: a /v1 or /api request's token is checked once, by Flask.
 """
 
 from __future__ import annotations
@@ -17,34 +19,89 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .factory import create_app
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
+from .proxy.front import ChatFront
+from .proxy.streams import OpenStreams
+
+# Probes and the scrape answer on threads of their own: never queued behind chats.
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+PROBE_THREADS = 2
+# What uvicorn waits past the streams' grace for the last writes (extraction) before it
+# cancels what is left.
+SHUTDOWN_MARGIN_SECONDS = 3.0
 
 
 class PathDispatch:
     """ASGI: the MCP app's own paths (with or without a trailing slash) and the lifespan go to
-    it, every other request to Flask. Not a Starlette Mount: its pattern does not match a path
-    with a newline in it, and its middleware (MCP's bearer check) would run for every path."""
+    it, the probes to their own threads, every other request to Flask through the chat front.
+    Not a Starlette Mount: its pattern does not match a path with a newline in it, and its
+    middleware (MCP's bearer check) would run for every path."""
 
-    def __init__(self, mcp: Starlette, flask: ASGIApp) -> None:
+    def __init__(self, mcp: Starlette, flask: ChatFront, probes: ASGIApp) -> None:
         self.mcp = mcp
         self.flask = flask
+        self.probes = probes
         self.mcp_paths = frozenset(
             path for route in mcp.routes for path in (route.path, route.path + "/")
         )
 
+    @property
+    def streams(self) -> OpenStreams:
+        return self.flask.streams
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or scope.get("path") in self.mcp_paths:
+        path = scope.get("path")
+        if scope["type"] == "lifespan" or path in self.mcp_paths:
             await self.mcp(scope, receive, send)
+        elif path in PROBE_PATHS:
+            await self.probes(scope, receive, send)
         else:
             await self.flask(scope, receive, send)
+
+
+def terminated_input(app: Flask):
+    """WSGI: tell Werkzeug that the input stream ends where the body does (a2wsgi's does), so
+    a chunked body, which has no Content-Length, is read, under the same size limits."""
+
+    def wsgi(environ, start_response):
+        environ["wsgi.input_terminated"] = True
+        return app(environ, start_response)
+
+    return wsgi
 
 
 def asgi_app(app: Flask) -> PathDispatch:
     """MCP's streamable HTTP app at /mcp, with every Flask route beside it."""
     base_url = f"http://{app.config['HOST']}:{app.config['PORT']}"
-    server = build_server(app.extensions["omniroute"], app.config, base_url=base_url)
+    svc = app.extensions["omniroute"]
+    server = build_server(svc, app.config, base_url=base_url)
     mcp = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
     mcp.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
-    return PathDispatch(mcp, WSGIMiddleware(app, workers=app.config["WEB_THREADS"]))
+    wsgi = terminated_input(app)
+    streams = OpenStreams(app.config["MAX_OPEN_STREAMS"], svc.activity)
+    chats = ChatFront(WSGIMiddleware(wsgi, workers=app.config["WEB_THREADS"]), streams)
+    return PathDispatch(mcp, chats, WSGIMiddleware(wsgi, workers=PROBE_THREADS))
+
+
+class GatewayServer(uvicorn.Server):
+    """uvicorn, whose shutdown (SIGTERM) drains the chat front: no new chats, open ones go on
+    for SHUTDOWN_GRACE_SECONDS and are then ended cleanly; the provider client closes last."""
+
+    def __init__(self, app: Flask, **options) -> None:
+        self.flask_app = app
+        self.dispatch = asgi_app(app)
+        grace = app.config["SHUTDOWN_GRACE_SECONDS"]
+        super().__init__(
+            uvicorn.Config(
+                self.dispatch,
+                timeout_graceful_shutdown=grace + SHUTDOWN_MARGIN_SECONDS,
+                **options,
+            )
+        )
+
+    async def shutdown(self, sockets=None) -> None:
+        self.dispatch.streams.drain(self.flask_app.config["SHUTDOWN_GRACE_SECONDS"])
+        await super().shutdown(sockets)
+        await self.flask_app.extensions["omniroute"].provider_client.aclose()
 
 
 def proxy_options(config) -> dict:
@@ -55,8 +112,8 @@ def proxy_options(config) -> dict:
 
 def main() -> None:
     app = create_app()
-    uvicorn.run(
-        asgi_app(app),
+    server = GatewayServer(
+        app,
         host=app.config["HOST"],
         port=app.config["PORT"],
         log_level=app.config["LOG_LEVEL"].lower(),
@@ -66,6 +123,9 @@ def main() -> None:
         access_log=False,
         **proxy_options(app.config),
     )
+    server.run()
+    # Stopped: the jobs already accepted (extraction in-process) finish, counts are written.
+    app.extensions["omniroute"].close()
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from .settings_store import SettingsStore
 
 _EXTENSION = "omniroute"
 UPSTREAM_CONNECT_SECONDS = 10.0
+UPSTREAM_KEEPALIVE_CONNECTIONS = 100
 
 
 @dataclass
@@ -108,17 +109,28 @@ class Services:
         qdrant_settings = QdrantSettings(settings, box, config)
         qdrant_outbox = QdrantOutbox(database, enabled=qdrant_settings.enabled)
         # Redirects are never followed: each outbound URL is checked before it is used. No
-        # cookie is kept: the client is shared by every key, and a provider's cookie (a CDN's
+        # cookie is kept: the clients are shared by every key, and a provider's cookie (a CDN's
         # session) must not ride along with another key's requests.
-        http = httpx.Client(
-            follow_redirects=False,
-            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
-            timeout=httpx.Timeout(
+        outbound = {
+            "follow_redirects": False,
+            "cookies": CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+            "timeout": httpx.Timeout(
                 config["UPSTREAM_TIMEOUT_SECONDS"], connect=UPSTREAM_CONNECT_SECONDS
+            ),
+        }
+        http = httpx.Client(**outbound)
+        # Relayed chats: one connection per open stream, as many as a process may hold.
+        async_http = httpx.AsyncClient(
+            **outbound,
+            limits=httpx.Limits(
+                max_connections=config["MAX_OPEN_STREAMS"],
+                max_keepalive_connections=UPSTREAM_KEEPALIVE_CONNECTIONS,
             ),
         )
         provider_client = ProviderClient(
-            http, allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"]
+            http,
+            allow_local=config["OMNIROUTE_ALLOW_LOCAL_PROVIDER_URLS"],
+            async_http=async_http,
         )
         vector_cache = VectorCache(
             database.read,

@@ -1,26 +1,21 @@
-"""Serve an app on loopback the way production does (uvicorn + a2wsgi), in a thread."""
+"""Serve an app on loopback the way production does (GatewayServer: uvicorn, a2wsgi and the
+chat front), in a thread."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import uvicorn
 from flask import Flask
 
-from omniroute.serve import asgi_app, proxy_options
+from omniroute.serve import GatewayServer, proxy_options
 
 
 class RunningGateway:
     def __init__(self, app: Flask) -> None:
-        config = uvicorn.Config(
-            asgi_app(app),
-            host="127.0.0.1",
-            port=0,
-            log_level="warning",
-            **proxy_options(app.config),
+        self.server = GatewayServer(
+            app, host="127.0.0.1", port=0, log_level="warning", **proxy_options(app.config)
         )
-        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def start(self) -> RunningGateway:

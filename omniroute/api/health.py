@@ -6,7 +6,10 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
+from ..auth import bearer_token, is_admin_token
 from ..services import services
+
+RETRY_AFTER_SECONDS = 5
 
 blp = Blueprint("health", __name__, description="Probes")
 
@@ -33,7 +36,10 @@ class Liveness(MethodView):
 class Readiness(MethodView):
     @blp.doc(security=[])
     @blp.response(200, ReadinessSchema)
-    @blp.alt_response(503, description="The database does not answer; details say why.")
+    @blp.alt_response(
+        503,
+        description="The database does not answer; with the admin token, the details say why.",
+    )
     def get(self):
         """Tell whether this process can serve requests: whether the database answers
 
@@ -43,12 +49,15 @@ class Readiness(MethodView):
         balancer should not pull every instance for either.
         """
         svc = services()
+        token = bearer_token()
+        detailed = token is not None and is_admin_token(token)
         checks, failures = {}, {}
         try:
             svc.db.ping()
             checks["database"] = "ok"
         except Exception as exc:
-            failures["database"] = [f"{type(exc).__name__}: {exc}"]
+            # A driver's words name the host and port: only the admin reads them.
+            failures["database"] = [f"{type(exc).__name__}: {exc}" if detailed else "unavailable"]
         if svc.redis is None:
             checks["redis"] = "not configured (jobs run in-process)"
         else:
@@ -59,5 +68,10 @@ class Readiness(MethodView):
                 checks["redis"] = f"unavailable (jobs run in-process): {type(exc).__name__}"
         checks["vectors"] = svc.db.vectors.label
         if failures:
-            abort(503, message="Not ready: " + ", ".join(failures), errors={"checks": failures})
+            abort(
+                503,
+                message="Not ready: " + ", ".join(failures),
+                errors={"checks": failures},
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         return {"status": "ready", "checks": checks}

@@ -39,9 +39,36 @@ class ProviderError(Exception):
 
 
 class ProviderClient:
-    def __init__(self, http: httpx.Client, *, allow_local: bool) -> None:
+    """Outbound calls to providers: blocking ones on `http`, a relayed chat's on `async_http`
+    (the web process's event loop, where a stream waits without holding a thread)."""
+
+    def __init__(
+        self, http: httpx.Client, *, allow_local: bool, async_http: httpx.AsyncClient | None = None
+    ) -> None:
         self._http = http
+        self._async_http = async_http
         self._allow_local = allow_local
+
+    def prepare(
+        self,
+        provider: Provider,
+        path: str,
+        body: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Request:
+        """The POST of `body` to `{baseUrl}{path}`, its URL checked and pinned (a name lookup:
+        do it on a thread, never on the event loop). Raises ProviderError when refused."""
+        pinned = self._checked(provider)
+        return pinned.request(
+            self._http,
+            "POST",
+            path,
+            json=body,
+            headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
+            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+        )
 
     def open(
         self,
@@ -57,17 +84,25 @@ class ProviderClient:
         The caller must close it. An error status is returned, not raised: a relay passes the
         provider's own error on. Raises ProviderError when no answer came.
         """
-        pinned = self._checked(provider)
-        request = pinned.request(
-            self._http,
-            "POST",
-            path,
-            json=body,
-            headers={"Content-Type": "application/json", **_auth(provider), **(headers or {})},
-            timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+        return self.send(
+            provider, self.prepare(provider, path, body, timeout=timeout, headers=headers)
         )
-        with _transport_errors(provider, pinned.base_url):
+
+    def send(self, provider: Provider, request: httpx.Request) -> httpx.Response:
+        """Send a prepared request; the response's body is unread (the caller closes it)."""
+        with _transport_errors(provider, provider.base_url):
             return self._http.send(request, stream=True)
+
+    async def send_async(self, provider: Provider, request: httpx.Request) -> httpx.Response:
+        """`send` on the event loop: the caller reads and closes the response with `a...`."""
+        if self._async_http is None:
+            raise RuntimeError("this ProviderClient was built without an async client")
+        with _transport_errors(provider, provider.base_url):
+            return await self._async_http.send(request, stream=True)
+
+    async def aclose(self) -> None:
+        if self._async_http is not None:
+            await self._async_http.aclose()
 
     def post_json(
         self, provider: Provider, path: str, body: dict[str, Any], *, timeout: float | None = None

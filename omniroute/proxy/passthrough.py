@@ -16,7 +16,7 @@ from ..services import services
 from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
 from .routes import model_entry
 from .schemas import ModelSchema
-from .upstream import UpstreamFailure, open_upstream, refusal, relayed_headers
+from .upstream import UpstreamFailure, fetch, prepare_upstream
 
 EMBEDDINGS_RESPONSE = {
     "200": {
@@ -39,22 +39,15 @@ class Embeddings(MethodView):
             provider, model = resolve_model(svc.providers, body["model"])
         except UnknownProvider as exc:
             bad_field("model", str(exc))
+        forwarded = {**body, "model": model}
         try:
-            upstream = open_upstream(
-                svc.provider_client, provider, "/embeddings", {**body, "model": model}
-            )
+            request = prepare_upstream(svc.provider_client, provider, "/embeddings", forwarded)
+            answer = fetch(svc.provider_client, provider, request)
         except UpstreamFailure as exc:
             abort(exc.status, message=exc.message, code="upstream_unavailable")
-        headers = relayed_headers(upstream)
-        refused = refusal(provider, upstream, headers)
-        if refused is not None:
-            return refused
-        try:
-            raw = upstream.read()
-        finally:
-            upstream.close()
-        content_type = upstream.headers.get("content-type", "application/json")
-        return Response(raw, upstream.status_code, headers, content_type=content_type)
+        return Response(
+            answer.body, answer.status, answer.headers, content_type=answer.content_type
+        )
 
 
 @blp.route("/models/<path:model_id>")

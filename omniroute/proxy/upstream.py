@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
-from flask import Response
-from flask_smorest import abort
 
+from ..errors import error_payload
 from ..metrics import UPSTREAM_ERRORS
-from ..providers.client import TIMEOUT, ProviderClient, ProviderError
+from ..providers.client import TIMEOUT, UNREACHABLE, ProviderClient, ProviderError
 from ..providers.registry import Provider
 
 log = logging.getLogger(__name__)
@@ -26,27 +27,85 @@ class UpstreamFailure(Exception):
         self.message = message
 
 
-def open_upstream(
+def prepare_upstream(
     client: ProviderClient, provider: Provider, path: str, body: dict[str, Any]
-) -> httpx.Response:
-    """POST the body to the provider's `path` and return the response, its body unread.
-
-    The caller must close the response. A refused URL or connection raises
-    UpstreamFailure(502), a timeout UpstreamFailure(504); an upstream error status is
-    returned, not raised. The bytes are relayed as they come, so they are asked for unencoded.
-    """
+) -> httpx.Request:
+    """The POST of the body to the provider's `path`, its URL checked (a refused one raises
+    UpstreamFailure(502)). The bytes are relayed as they come, so they are asked for
+    unencoded."""
     try:
-        return client.open(provider, path, body, headers={"Accept-Encoding": "identity"})
+        return client.prepare(provider, path, body, headers={"Accept-Encoding": "identity"})
     except ProviderError as exc:
-        UPSTREAM_ERRORS.labels(provider.id, exc.kind).inc()
-        log.warning(
-            "provider %s failed (%s): %s",
-            provider.id,
-            exc.kind,
-            exc.message,
-            extra={"provider": provider.id, "upstream_status": exc.kind},
-        )
-        raise UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message) from None
+        raise _failure(provider, exc) from None
+
+
+def open_upstream(client: ProviderClient, provider: Provider, request: httpx.Request):
+    """Send a prepared request and return the response, its body unread (the caller closes
+    it). A refused connection raises UpstreamFailure(502), a timeout UpstreamFailure(504); an
+    upstream error status is returned, not raised."""
+    try:
+        return client.send(provider, request)
+    except ProviderError as exc:
+        raise _failure(provider, exc) from None
+
+
+async def open_upstream_async(client: ProviderClient, provider: Provider, request: httpx.Request):
+    """`open_upstream` on the event loop."""
+    try:
+        return await client.send_async(provider, request)
+    except ProviderError as exc:
+        raise _failure(provider, exc) from None
+
+
+def fetch(client: ProviderClient, provider: Provider, request: httpx.Request) -> Answer:
+    """Send a prepared request and read its whole answer (UpstreamFailure if none came)."""
+    upstream = open_upstream(client, provider, request)
+    return answer_of(provider, upstream, read_whole(provider, upstream))
+
+
+async def fetch_async(client: ProviderClient, provider: Provider, request: httpx.Request):
+    """`fetch` on the event loop."""
+    upstream = await open_upstream_async(client, provider, request)
+    return answer_of(provider, upstream, await read_whole_async(provider, upstream))
+
+
+def read_whole(provider: Provider, upstream: httpx.Response) -> bytes:
+    """The response's whole body; closes it. A connection that breaks raises UpstreamFailure."""
+    try:
+        return upstream.read()
+    except httpx.HTTPError as exc:
+        raise _broken(provider, exc) from None
+    finally:
+        upstream.close()
+
+
+async def read_whole_async(provider: Provider, upstream: httpx.Response) -> bytes:
+    """`read_whole` on the event loop."""
+    try:
+        return await upstream.aread()
+    except httpx.HTTPError as exc:
+        raise _broken(provider, exc) from None
+    finally:
+        with anyio.CancelScope(shield=True):  # a cancelled read still closes the connection
+            await upstream.aclose()
+
+
+def _broken(provider: Provider, exc: httpx.HTTPError) -> UpstreamFailure:
+    kind = TIMEOUT if isinstance(exc, httpx.TimeoutException) else UNREACHABLE
+    message = f"Provider {provider.id}'s answer broke off: {type(exc).__name__}."
+    return _failure(provider, ProviderError(kind, message))
+
+
+def _failure(provider: Provider, exc: ProviderError) -> UpstreamFailure:
+    UPSTREAM_ERRORS.labels(provider.id, exc.kind).inc()
+    log.warning(
+        "provider %s failed (%s): %s",
+        provider.id,
+        exc.kind,
+        exc.message,
+        extra={"provider": provider.id, "upstream_status": exc.kind},
+    )
+    return UpstreamFailure(504 if exc.kind == TIMEOUT else 502, exc.message)
 
 
 # The provider's word on its limits, passed on to the client (the SDK's retries read them).
@@ -78,27 +137,27 @@ def refused_our_key(provider: Provider, payload: dict[str, Any], status: int) ->
     }
 
 
-def refusal(provider: Provider, upstream: httpx.Response, headers: dict[str, str]):
-    """The answer to give when the provider did not succeed (None when it did): a redirect is
-    a 502 (never followed), our key refused a 502 that says so, any other error the
-    provider's own status and words. Closes the upstream response when it answers."""
+def refused(upstream: httpx.Response) -> bool:
+    """Whether the provider did not succeed: an error status, or a redirect (never followed)."""
+    return upstream.status_code >= 300
+
+
+def refusal(provider: Provider, upstream: httpx.Response, raw: bytes) -> tuple[int, dict]:
+    """The status and error body to answer when the provider did not succeed (its body read
+    as `raw`): a redirect is a 502, our key refused a 502 that says so, any other error the
+    provider's own status and words."""
     status = upstream.status_code
-    if 300 <= status < 400:
-        location = upstream.headers.get("location", "")
-        upstream.close()
-        abort(
-            502,
-            message=f"Provider {provider.id} answered {status} (a redirect to "
-            f"{location or 'nowhere'}), which the gateway does not follow: fix its baseUrl.",
-            code="upstream_redirect",
-        )
     if status < 400:
-        return None
+        location = upstream.headers.get("location", "")
+        payload = error_payload(
+            502,
+            f"Provider {provider.id} answered {status} (a redirect to "
+            f"{location or 'nowhere'}), which the gateway does not follow: fix its baseUrl.",
+        )
+        payload["error"]["code"] = "upstream_redirect"
+        return 502, payload
     UPSTREAM_ERRORS.labels(provider.id, str(status)).inc()
-    try:
-        payload = error_body(provider, upstream)
-    finally:
-        upstream.close()
+    payload = error_body(provider, status, raw)
     log.warning(
         "provider %s answered %s: %s",
         provider.id,
@@ -108,12 +167,35 @@ def refusal(provider: Provider, upstream: httpx.Response, headers: dict[str, str
     )
     if status in (401, 403):
         payload, status = refused_our_key(provider, payload, status), 502
-    return Response(json.dumps(payload), status, headers, mimetype="application/json")
+    return status, payload
 
 
-def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Answer:
+    """A provider's whole answer as the client gets it: its own on success, else an error."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    content_type: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 300
+
+
+def answer_of(provider: Provider, upstream: httpx.Response, raw: bytes) -> Answer:
+    """What to answer for a provider response whose whole body is `raw`."""
+    headers = relayed_headers(upstream)
+    if refused(upstream):
+        status, payload = refusal(provider, upstream, raw)
+        return Answer(status, headers, json.dumps(payload).encode(), "application/json")
+    content_type = upstream.headers.get("content-type", "application/json")
+    return Answer(upstream.status_code, headers, raw, content_type)
+
+
+def error_body(provider: Provider, status: int, raw: bytes) -> dict[str, Any]:
     """The upstream's own OpenAI-style error when it sent one, else one that quotes it."""
-    raw = response.read()
     try:
         payload = json.loads(raw)
     except ValueError:
@@ -123,7 +205,7 @@ def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:
         # The provider's own words and fields stay; the ones our error shape names are made
         # to fit it (OpenAI sends "type": null at times).
         if not isinstance(error.get("message"), str):
-            error["message"] = f"Provider {provider.id} answered {response.status_code}."
+            error["message"] = f"Provider {provider.id} answered {status}."
         if not isinstance(error.get("type"), str):
             error["type"] = "upstream_error"
         if not isinstance(error.get("details"), list):
@@ -134,7 +216,7 @@ def error_body(provider: Provider, response: httpx.Response) -> dict[str, Any]:
     text = raw.decode("utf-8", "replace").strip()[:500]
     return {
         "error": {
-            "message": f"Provider {provider.id} answered {response.status_code}: {text}",
+            "message": f"Provider {provider.id} answered {status}: {text}",
             "type": "upstream_error",
             "details": [],
         }

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..activity import COUNTS, Step
+from ..activity import COUNTS, WINDOWS, Step
 
 WIDTH, HEIGHT = 640, 180
 LEFT, RIGHT, TOP, BOTTOM = 52, 8, 8, 22
@@ -101,7 +101,7 @@ def chart(
 
 
 def activity_charts(steps: list[Step], window: str) -> list[Chart]:
-    """The view's four charts over a window's steps (a week's are labelled with the day)."""
+    """The view's five charts over a window's steps (a week's are labelled with the day)."""
     stamp = "%a %H:%M" if window == "week" else "%H:%M"
 
     def totals(name: str) -> list[float | None]:
@@ -110,6 +110,9 @@ def activity_charts(steps: list[Step], window: str) -> list[Chart]:
     def percentile(q: float) -> list[float | None]:
         return [step.latency_percentile(q) for step in steps]
 
+    step_seconds = WINDOWS[window][1] * 60
+    open_streams = [total / step_seconds for total in totals("stream_seconds")]
+
     specs = [
         ("chats", "Chats through the gateway", "requests", {"chats": totals("chats")}),
         (
@@ -117,6 +120,12 @@ def activity_charts(steps: list[Step], window: str) -> list[Chart]:
             "Memories injected and facts extracted",
             "count",
             {"memories injected": totals("injected"), "facts extracted": totals("facts")},
+        ),
+        (
+            "streams",
+            "Open streams (average) and chats refused at the limit",
+            "count",
+            {"open streams": open_streams, "refused": totals("rejected")},
         ),
         (
             "latency",

@@ -41,6 +41,7 @@ bench: install
 	$(BIN)/python bench/proxy_overhead.py --corpus synthetic
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory
 	$(BIN)/python bench/token_count.py
+	$(BIN)/python bench/concurrency.py --clients 100 500 1000 2000 --baseline 13c81e4
 
 lint: install
 	$(BIN)/ruff check .

@@ -10,12 +10,16 @@ check: a /v1 or /api request's token is checked once, by Flask.
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import uvicorn
 from a2wsgi import WSGIMiddleware
 from flask import Flask
 from starlette.applications import Starlette
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .errors import error_payload
 from .factory import create_app
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
@@ -58,15 +62,56 @@ class PathDispatch:
             await self.flask(scope, receive, send)
 
 
-def terminated_input(app: Flask):
-    """WSGI: tell Werkzeug that the input stream ends where the body does (a2wsgi's does), so
-    a chunked body, which has no Content-Length, is read, under the same size limits."""
+class WholeBodies:
+    """ASGI: a body sent without Content-Length (`Transfer-Encoding: chunked`) is read whole
+    first, up to the largest limit (MAX_CHAT_BODY_BYTES: past it 413 at once), and passed on
+    with its length. Flask then reads it, and applies each route's own limit, as it does any
+    body; without this, Werkzeug reads a body of no length as empty."""
 
-    def wsgi(environ, start_response):
-        environ["wsgi.input_terminated"] = True
-        return app(environ, start_response)
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
 
-    return wsgi
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        names = {name for name, _ in scope.get("headers", ())}
+        if (
+            scope["type"] != "http"
+            or b"content-length" in names
+            or b"transfer-encoding" not in names
+        ):
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await _too_large(send, self.max_bytes)
+                return
+        headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app({**scope, "headers": headers}, replay, send)
+
+
+async def _too_large(send: Send, max_bytes: int) -> None:
+    payload = error_payload(413, f"The body is larger than {max_bytes} bytes.")
+    data = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
 
 
 def asgi_app(app: Flask) -> PathDispatch:
@@ -76,10 +121,10 @@ def asgi_app(app: Flask) -> PathDispatch:
     server = build_server(svc, app.config, base_url=base_url)
     mcp = server.streamable_http_app(streamable_http_path="/mcp", host=app.config["HOST"])
     mcp.add_middleware(ClientAddress)  # the MCP token check's brake needs the address
-    wsgi = terminated_input(app)
     streams = OpenStreams(app.config["MAX_OPEN_STREAMS"], svc.activity)
-    chats = ChatFront(WSGIMiddleware(wsgi, workers=app.config["WEB_THREADS"]), streams)
-    return PathDispatch(mcp, chats, WSGIMiddleware(wsgi, workers=PROBE_THREADS))
+    flask = WSGIMiddleware(app, workers=app.config["WEB_THREADS"])
+    chats = ChatFront(WholeBodies(flask, app.config["MAX_CHAT_BODY_BYTES"]), streams)
+    return PathDispatch(mcp, chats, WSGIMiddleware(app, workers=PROBE_THREADS))
 
 
 class GatewayServer(uvicorn.Server):
@@ -101,7 +146,17 @@ class GatewayServer(uvicorn.Server):
     async def shutdown(self, sockets=None) -> None:
         self.dispatch.streams.drain(self.flask_app.config["SHUTDOWN_GRACE_SECONDS"])
         await super().shutdown(sockets)
-        await self.flask_app.extensions["omniroute"].provider_client.aclose()
+        svc = self.flask_app.extensions["omniroute"]
+        await svc.provider_client.aclose()
+        # uvicorn re-raises SIGTERM once it is done, which ends the process at once: the jobs
+        # the last answers queued (extraction, in-process without Redis) run before that.
+        await anyio.to_thread.run_sync(self._settle, svc)
+
+    @staticmethod
+    def _settle(svc) -> None:
+        svc.jobs.wait(SHUTDOWN_MARGIN_SECONDS)
+        svc.access.flush()
+        svc.activity.flush()
 
 
 def proxy_options(config) -> dict:

@@ -7,7 +7,9 @@ receives, and behaves by the requested model: `slow` waits `slow_seconds` before
 with those errors. With `"stream": true` chat sends the reply as SSE chunks, one word each
 (each of `n` choices in turn), `chunk_delay` seconds apart, ending with `data: [DONE]`;
 Responses sends its events, a text delta per word, ending with `response.completed` (or, for
-the model `cut-off`, with `response.failed`).
+the model `cut-off`, with `response.failed`). It counts the streams open now, the most at
+once, and those cut short because the reader closed the connection (`stream_cut` is set at
+the first); with a `gate`, each stream waits for it after its first word.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ class FakeUpstream:
         self.reply = "Noted."
         self.chunk_delay = 0.0
         self.slow_seconds = 2.0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        # Streams sending now, the most at once, and those whose reader left before the end.
+        self.open_streams = 0
+        self.max_open_streams = 0
+        self.streams_cut = 0
+        self.stream_cut = threading.Event()
+        self._lock = threading.Lock()
+        # Set, a stream sends its first word, then waits for the gate to open.
+        self.gate: threading.Event | None = None
+        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -45,6 +54,11 @@ class FakeUpstream:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # a hundred clients connect at once in the serving tests
 
 
 def completion(model: str, text: str) -> dict[str, Any]:
@@ -159,10 +173,10 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._send(500, b"upstream exploded", "text/plain")
             if self.path == "/v1/responses":
                 if body.get("stream"):
-                    return self._stream_response(model)
+                    return self._counted(self._stream_response, model)
                 return self._send(200, response_object(model, upstream.reply))
             if body.get("stream"):
-                return self._stream(model, body.get("n") or 1)
+                return self._counted(self._stream, model, body.get("n") or 1)
             return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
 
         def _embeddings(self, model: str, texts: list[str]) -> None:
@@ -207,6 +221,21 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _counted(self, stream, *args) -> None:
+            """Run a stream, counting it open; a reader that left is counted as a cut."""
+            with upstream._lock:
+                upstream.open_streams += 1
+                upstream.max_open_streams = max(upstream.max_open_streams, upstream.open_streams)
+            try:
+                stream(*args)
+            except (BrokenPipeError, ConnectionResetError):
+                with upstream._lock:
+                    upstream.streams_cut += 1
+                upstream.stream_cut.set()
+            finally:
+                with upstream._lock:
+                    upstream.open_streams -= 1
+
         def _stream(self, model: str, choices: int) -> None:
             """The reply word by word; with `n` above 1, each choice's chunks interleaved
             (each chunk carries one choice, by its index, as OpenAI streams them)."""
@@ -220,6 +249,8 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(chunk(model, {"role": "assistant", "content": ""}, index=number))
             for index, word in enumerate(words):
                 self.wfile.flush()
+                if index == 1 and upstream.gate is not None:
+                    upstream.gate.wait(60)
                 time.sleep(upstream.chunk_delay)
                 text = word if index == 0 else f" {word}"
                 for number in range(choices):

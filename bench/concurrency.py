@@ -34,7 +34,12 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.proxy_overhead import locomo_corpus, percentile, seed_memories  # noqa: E402
+from bench.proxy_overhead import (  # noqa: E402
+    locomo_corpus,
+    percentile,
+    seed_memories,
+    wait_until_up,
+)
 from omniroute.factory import create_app  # noqa: E402
 from tests.helpers import environment, free_port  # noqa: E402
 
@@ -170,17 +175,6 @@ async def drive(args) -> dict:
 
 def start(command, env, cwd=ROOT, stdout=None) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, text=True)
-
-
-def wait_until_up(url: str) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} did not answer")
 
 
 def stats(provider_url: str) -> dict:

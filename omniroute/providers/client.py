@@ -70,23 +70,14 @@ class ProviderClient:
             timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
 
-    def open(
-        self,
-        provider: Provider,
-        path: str,
-        body: dict[str, Any],
-        *,
-        timeout: float | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
-        """POST `body` to `{baseUrl}{path}`; return the response with its body still unread.
+    def open(self, provider: Provider, path: str, body: dict[str, Any], **options: Any):
+        """POST `body` to `{baseUrl}{path}` (`prepare`'s options); return the httpx.Response
+        with its body still unread.
 
         The caller must close it. An error status is returned, not raised: a relay passes the
         provider's own error on. Raises ProviderError when no answer came.
         """
-        return self.send(
-            provider, self.prepare(provider, path, body, timeout=timeout, headers=headers)
-        )
+        return self.send(provider, self.prepare(provider, path, body, **options))
 
     def send(self, provider: Provider, request: httpx.Request) -> httpx.Response:
         """Send a prepared request; the response's body is unread (the caller closes it)."""

@@ -347,7 +347,7 @@ def test_one_keys_memories_never_reach_another_keys_requests(sdk, upstream, svc,
     sdk(key[1]).chat.completions.create(
         model="fake/m", messages=[{"role": "user", "content": "I prefer TypeScript."}]
     )
-    eventually(lambda: memories_of(svc, key[0].id))
+    assert eventually(lambda: memories_of(svc, key[0].id)), "the fact was not extracted"
     sdk(other_secret).chat.completions.create(
         model="fake/m", messages=[{"role": "user", "content": "Do I prefer TypeScript?"}]
     )

@@ -107,7 +107,7 @@ def test_schedulers_of_two_data_dirs_on_one_database_do_not_double_run(app, tmp_
         scheduler.start()
     try:
         assert all(eventually(lambda s=s: s.holds_lock) for s in schedulers)
-        eventually(lambda: ran.count("a") >= 3, timeout=10)
+        assert eventually(lambda: ran.count("a") >= 3, timeout=10), "job a ran under 3 times"
     finally:
         for scheduler in schedulers:
             scheduler.stop()

@@ -51,7 +51,7 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Prints the README's two settings tables from their registries (environment, then memory).
+# Prints the two settings tables of docs/configuration.md and docs/api.md from their registries (environment, then memory).
 settings-table: install
 	@$(BIN)/python -c 'from omniroute.config import markdown_table; print(markdown_table())'
 	@echo

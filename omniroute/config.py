@@ -1,6 +1,6 @@
 """The one registry of environment settings: name, default, parser and help text.
 
-The README's settings table is generated from this registry (`make settings-table`)
+The settings table of docs/configuration.md is generated from this registry (`make settings-table`)
 and a test keeps the two in step.
 """
 
@@ -373,7 +373,7 @@ def database_url(values: Mapping[str, Any]) -> str:
 
 
 def markdown_table() -> str:
-    """Render the registry as the README's settings table."""
+    """Render the registry as docs/configuration.md's settings table."""
     lines = ["| Setting | Default | What it does |", "|---|---|---|"]
     for setting in SETTINGS:
         if setting.default_doc is not None:

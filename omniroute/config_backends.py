@@ -34,7 +34,7 @@ BACKEND_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "NOTION_DATABASE_ID",
         None,
-        "The Notion database that holds the memories (properties: see README, Memory backends).",
+        "The Notion database that holds the memories (properties: docs/chat.md, Memory backends).",
         optional,
     ),
 )

@@ -11,7 +11,7 @@ from omniroute.config import (
     markdown_table,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
 def test_defaults_are_the_documented_embedded_ones():
@@ -63,6 +63,6 @@ def test_every_setting_has_help_text_and_a_unique_name():
 
 
 def test_the_readme_settings_table_matches_the_registry():
-    assert markdown_table() in README.read_text(encoding="utf-8"), (
-        "README's settings table is out of date: paste `make settings-table` into it"
+    assert markdown_table() in CONFIGURATION.read_text(encoding="utf-8"), (
+        "docs/configuration.md's settings table is out of date: paste `make settings-table` into it"
     )

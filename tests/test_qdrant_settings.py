@@ -171,6 +171,6 @@ def test_local_mode_beside_a_separate_worker_is_refused_at_start(tmp_path, datab
 
 
 def test_the_readme_lists_every_qdrant_setting_the_api_takes():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
     listed = re.findall(r"^\| `(\w+)` \| `qdrant\w+` \|", readme, flags=re.MULTILINE)
     assert listed == list(QdrantSettingsUpdateSchema().fields)

@@ -52,7 +52,7 @@ FUSIONS = ("blend", "rrf")
 # Cosine similarity below which a vector match counts as unrelated (all-MiniLM-L6-v2 and
 # its distilled static model put unrelated short texts well below it).
 SIMILARITY_FLOOR = 0.25
-# Chosen on the LoCoMo development split (bench/retrieval_quality.py; the README has the
+# Chosen on the LoCoMo development split (bench/retrieval_quality.py; docs/retrieval.md has the
 # table): the keyword side's share of a blend score (0.5 before stemming; 0.7 is best for
 # both local sources now), and the floor that injects as much evidence as a top-10 cut would,
 # with the fewest memories (about 10 of the 50 the budget would hold).

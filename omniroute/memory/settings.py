@@ -1,4 +1,4 @@
-"""The memory settings: one registry that the REST schemas, the studio and the README use.
+"""The memory settings: one registry that the REST schemas, the studio and docs/api.md use.
 
 The reference's fields (less `skillsEnabled`: there are no skills here) plus the custom
 embeddings endpoint. Normalisation follows the reference: any stored or given value that is
@@ -74,7 +74,7 @@ class Setting:
         return _copy(self.default) if value is None else value
 
     def accepted(self) -> str:
-        """What the setting accepts, in words (the README's column)."""
+        """What the setting accepts, in words (the docs' column)."""
         if self.kind == INTEGER:
             return f"number, rounded, clamped to {self.low}..{self.high}"
         if self.kind == CHOICE:
@@ -167,7 +167,7 @@ def normalise(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def markdown_table() -> str:
-    """The README's table of memory settings."""
+    """docs/api.md's table of memory settings."""
     lines = ["| Field | Default | Accepted | What it does |", "|---|---|---|---|"]
     for setting in SETTINGS:
         default = _markdown_value(setting.default)

@@ -17,7 +17,8 @@ class Setting:
     default: Any
     help: str
     parse: Callable[[str], Any] = str
-    # Shown in docs/configuration.md instead of `default` when the default is derived from another setting.
+    # Shown in docs/configuration.md instead of `default` when the default is derived from
+    # another setting.
     default_doc: str | None = None
 
 

@@ -211,6 +211,6 @@ def test_the_readme_table_names_every_periodic_job_and_its_setting():
     readme = (Path(__file__).resolve().parent.parent / "docs" / "life-cycle.md").read_text()
     for job in PERIODIC_JOBS:
         row = next((line for line in readme.splitlines() if line.startswith(f"| `{job.id}` |")), "")
-        assert f"`{job.interval_setting}`" in row, f"docs/life-cycle.md's periodic jobs table: {job.id}"
+        assert f"`{job.interval_setting}`" in row, f"docs/life-cycle.md's jobs table: {job.id}"
         default = SETTINGS_BY_NAME[job.interval_setting].default
         assert f"{default} s" in row, job.id

@@ -40,7 +40,7 @@ class PreviewItemSchema(ma.Schema):
     vecScore = ma.fields.Float(allow_none=True, metadata={"description": "cosine similarity"})
     ftsScore = ma.fields.Float(allow_none=True, metadata={"description": "negated bm25"})
     decay = ma.fields.Float(
-        metadata={"description": "typed decay's factor in `score` (1: none; see docs/life-cycle.md)"}
+        metadata={"description": "typed decay's factor in `score` (1: none; docs/life-cycle.md)"}
     )
     injected = ma.fields.Boolean(
         metadata={"description": "above the relevance floor and within the token budget"}

@@ -133,9 +133,11 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "DB_POOL_SIZE",
-        5,
-        "PostgreSQL connections each process keeps open (as many again may open under load). "
-        "Mind the plan's connection limit: web, worker and release processes each have a pool.",
+        8,
+        "PostgreSQL connections each process keeps open (as many again may open under load): "
+        "the web process's threads use them (WEB_THREADS, 2 probe, 4 extraction and 2 job "
+        "threads), never a stream waiting for its provider. Mind the plan's connection limit: "
+        "web, worker and release processes each have a pool.",
         values.positive_int,
     ),
     Setting(

@@ -10,8 +10,6 @@ check: a /v1 or /api request's token is checked once, by Flask.
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import uvicorn
 from a2wsgi import WSGIMiddleware
@@ -19,11 +17,10 @@ from flask import Flask
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import error_payload
 from .factory import create_app
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
-from .proxy.front import ChatFront
+from .proxy.front import ChatFront, error_message, send_whole
 from .proxy.streams import OpenStreams
 
 # Probes and the scrape answer on threads of their own: never queued behind chats.
@@ -90,7 +87,8 @@ class WholeBodies:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
-                await _too_large(send, self.max_bytes)
+                message = f"The body is larger than {self.max_bytes} bytes."
+                await send_whole(send, 413, [], error_message(413, message))
                 return
         headers = [(k, v) for k, v in scope["headers"] if k != b"transfer-encoding"]
         headers.append((b"content-length", str(len(body)).encode()))
@@ -104,14 +102,6 @@ class WholeBodies:
             return {"type": "http.request", "body": bytes(body), "more_body": False}
 
         await self.app({**scope, "headers": headers}, replay, send)
-
-
-async def _too_large(send: Send, max_bytes: int) -> None:
-    payload = error_payload(413, f"The body is larger than {max_bytes} bytes.")
-    data = json.dumps(payload).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    await send({"type": "http.response.start", "status": 413, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
 
 
 def asgi_app(app: Flask) -> PathDispatch:

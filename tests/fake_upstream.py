@@ -7,9 +7,11 @@ receives, and behaves by the requested model: `slow` waits `slow_seconds` before
 with those errors. With `"stream": true` chat sends the reply as SSE chunks, one word each
 (each of `n` choices in turn), `chunk_delay` seconds apart, ending with `data: [DONE]`;
 Responses sends its events, a text delta per word, ending with `response.completed` (or, for
-the model `cut-off`, with `response.failed`). It counts the streams open now, the most at
-once, and those cut short because the reader closed the connection (`stream_cut` is set at
-the first); with a `gate`, each stream waits for it after its first word.
+the model `cut-off`, with `response.failed`); a chat streamed with the model `break-off`
+hangs up after its first chunk, short of the length it announced. It counts the streams
+open now, the most at once, and those cut short because the reader closed the connection
+(`stream_cut` is set at the first); with a `gate`, each stream waits for it after its first
+word.
 """
 
 from __future__ import annotations
@@ -175,6 +177,8 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 if body.get("stream"):
                     return self._counted(self._stream_response, model)
                 return self._send(200, response_object(model, upstream.reply))
+            if body.get("stream") and model == "break-off":
+                return self._break_off(model)
             if body.get("stream"):
                 return self._counted(self._stream, model, body.get("n") or 1)
             return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
@@ -235,6 +239,16 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             finally:
                 with upstream._lock:
                     upstream.open_streams -= 1
+
+        def _break_off(self, model: str) -> None:
+            """A stream that breaks: it promises more bytes than it sends, then hangs up."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(chunk(model, {"role": "assistant", "content": upstream.reply}))
+            self.wfile.flush()
+            self.close_connection = True
 
         def _stream(self, model: str, choices: int) -> None:
             """The reply word by word; with `n` above 1, each choice's chunks interleaved

@@ -121,6 +121,27 @@ def test_a_client_that_leaves_closes_the_provider_stream_and_only_what_it_got_is
     assert "Berlin" not in contents  # the reply's end never reached the client
 
 
+def test_a_stream_the_provider_breaks_ends_with_an_error_event_and_extracts_nothing(
+    gateway_app, memory_gateway, upstream
+):
+    svc = gateway_app.extensions["omniroute"]
+    key, secret = svc.keys.create("broken")
+    upstream.reply = "I prefer Rust."
+    body = {**chat_body("I prefer TypeScript over Python."), "model": "fake/break-off"}
+    answer = httpx.post(
+        f"{memory_gateway.url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200
+    assert b"The upstream stream broke" in answer.content
+    # The relay's extraction step runs after the answer's end: wait for the relay to end.
+    assert eventually(lambda: memory_gateway.server.dispatch.streams.open == 0)
+    drained(svc)
+    assert memories_of(svc, key.id) == []
+
+
 def memories_of(svc, api_key_id: str):
     return svc.memories.find(MemoryFilter(api_key_id=api_key_id))
 

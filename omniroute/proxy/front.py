@@ -69,9 +69,11 @@ SHUTDOWN_EVENT = (
 )
 
 
-def error_message(status: int, message: str, code: str) -> bytes:
+def error_message(status: int, message: str, code: str | None = None) -> bytes:
+    """Our error shape as bytes; with OpenAI's `code` for /v1 answers."""
     payload = error_payload(status, message)
-    payload["error"]["code"] = code
+    if code is not None:
+        payload["error"]["code"] = code
     return json.dumps(payload).encode()
 
 
@@ -126,7 +128,7 @@ class ChatFront:
             "(MAX_OPEN_STREAMS); retry shortly."
         )
         body = error_message(503, message, "server_overloaded")
-        await _send_whole(send, 503, [], body, retry_after=BUSY_RETRY_AFTER_SECONDS)
+        await send_whole(send, 503, [], body, retry_after=BUSY_RETRY_AFTER_SECONDS)
         HTTP_REQUESTS.labels(scope["path"], "POST", "503").inc()
         log_request("POST", scope["path"], 503, started, rejected="MAX_OPEN_STREAMS")
 
@@ -238,7 +240,7 @@ class ChatFront:
         elif progress.ended == SHUTDOWN:
             body = error_message(503, "The gateway is restarting; retry.", "server_shutdown")
             await self._begin_whole(send, progress, 503, headers, body, retry_after=1)
-        if began and chat.stream:
+        if began and chat.stream and progress.ended != UPSTREAM_FAILED:
             status, reply = progress.status, progress.reply
             await self._finish(lambda: chat.finish_stream(status, reply, cut_short=cut_short))
         elif not began and cut_short:  # accepted, but no answer reached the client
@@ -264,10 +266,11 @@ class ChatFront:
     ) -> None:
         progress.begin(status)
         type_header = (b"content-type", content_type.encode("latin-1"))
-        await _send_whole(send, status, [*headers, type_header], body, retry_after)
+        await send_whole(send, status, [*headers, type_header], body, retry_after)
 
 
-async def _send_whole(send: Send, status: int, headers, body: bytes, retry_after=None) -> None:
+async def send_whole(send: Send, status: int, headers, body: bytes, retry_after=None) -> None:
+    """A whole answer (JSON unless `headers` name a content type) in two ASGI messages."""
     headers = [*headers, (b"content-length", str(len(body)).encode())]
     if not any(name == b"content-type" for name, _ in headers):
         headers.append((b"content-type", b"application/json"))

@@ -9,6 +9,7 @@ client, `flask run`) `relay_here` does, holding its thread while the provider an
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ class PreparedChat:
     provider: Provider
     request: httpx.Request
     turn: MemoryTurn
-    reply_text: Any  # Callable[[Any], str]: the text of a whole answer
+    reply_text: Callable[[Any], str]  # the text of a whole answer
     stream_reader: type[StreamedReply]
     stream: bool
     headers: dict[str, str]  # ours: memories injected, the backend that served

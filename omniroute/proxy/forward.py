@@ -80,4 +80,4 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
     if handoff is None:
         return relay_here(chat)
     handoff.relay = chat
-    return Response(b"", 200, headers)  # its headers go out with the front's answer
+    return Response(status=200, headers=headers)  # its headers go out with the front's answer

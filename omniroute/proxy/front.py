@@ -163,34 +163,30 @@ class ChatFront:
                     progress.ended = CLIENT_LEFT
                 group.cancel_scope.cancel()
 
-            async def watch_shutdown() -> None:
-                await self.streams.cut.wait()
-                if progress.ended is None:
-                    progress.ended = SHUTDOWN
-                group.cancel_scope.cancel()
-
             group.start_soon(watch_client)
-            group.start_soon(watch_shutdown)
-            try:
-                if chat.stream:
-                    await self._stream(chat, headers, send, progress)
-                else:
-                    await self._whole(chat, headers, send, progress)
-            except UpstreamFailure as exc:
-                progress.ended = UPSTREAM_FAILED
-                if not progress.began:
-                    body = error_message(exc.status, exc.message, "upstream_unavailable")
-                    await self._begin_whole(send, progress, exc.status, headers, body)
+            with self.streams.cut_at_shutdown(group.cancel_scope):
+                try:
+                    if chat.stream:
+                        await self._stream(chat, headers, send, progress)
+                    else:
+                        await self._whole(chat, headers, send, progress)
+                except UpstreamFailure as exc:
+                    progress.ended = UPSTREAM_FAILED
+                    if not progress.began:
+                        body = error_message(exc.status, exc.message, "upstream_unavailable")
+                        await self._begin_whole(send, progress, exc.status, headers, body)
             if progress.ended is None:
                 progress.ended = COMPLETE
             group.cancel_scope.cancel()
+        if progress.ended is None:  # cancelled, and not by the client: the shutdown's cut
+            progress.ended = SHUTDOWN
         with anyio.CancelScope(shield=True):
             await self._end(chat, headers, send, progress)
 
     async def _whole(self, chat: PreparedChat, headers, send: Send, progress: Progress) -> None:
         answer = await fetch_async(chat.svc.provider_client, chat.provider, chat.request)
         with anyio.CancelScope(shield=True):  # the answer is here: its facts are kept
-            await self._finish(chat.finish_whole, answer)
+            await self._finish(chat, chat.finish_whole, answer)
         extra = [*headers, *_encoded(answer.headers)]
         await self._begin_whole(
             send, progress, answer.status, extra, answer.body, answer.content_type
@@ -242,13 +238,15 @@ class ChatFront:
             await self._begin_whole(send, progress, 503, headers, body, retry_after=1)
         if began and chat.stream and progress.ended != UPSTREAM_FAILED:
             status, reply = progress.status, progress.reply
-            await self._finish(lambda: chat.finish_stream(status, reply, cut_short=cut_short))
+            await self._finish(chat, lambda: chat.finish_stream(status, reply, cut_short=cut_short))
         elif not began and cut_short:  # accepted, but no answer reached the client
-            await self._finish(chat.finish, "")
+            await self._finish(chat, chat.finish, "")
 
-    async def _finish(self, work, *args) -> None:
-        """Extraction's writes, on a thread of their own; a failure is logged, never raised
-        into an answer that is already on its way."""
+    async def _finish(self, chat: PreparedChat, work, *args) -> None:
+        """Extraction's writes, on a thread of their own (none with memory off for the chat);
+        a failure is logged, never raised into an answer that is already on its way."""
+        if not chat.turn.enabled:
+            return
         try:
             await anyio.to_thread.run_sync(work, *args, limiter=self.finish_threads)
         except Exception:

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
 
 from ..activity import ActivityLog
 from ..metrics import CHATS_REJECTED, OPEN_STREAMS
@@ -17,8 +21,9 @@ class OpenStreams:
         self.cap = cap
         self.open = 0
         self._activity = activity
-        self._cut: asyncio.Event | None = None
+        self._relays: set[anyio.CancelScope] = set()
         self.draining = False
+        self.cut = False
 
     def admit(self) -> float | None:
         """Take a place for a new chat: its start time, or None when all `cap` are taken
@@ -37,14 +42,23 @@ class OpenStreams:
         # Stream-seconds per minute: the studio shows their average (open streams) per step.
         self._activity.add("stream_seconds", time.monotonic() - admitted)
 
-    @property
-    def cut(self) -> asyncio.Event:
-        """Set when the shutdown's grace is over: every open relay ends then."""
-        if self._cut is None:
-            self._cut = asyncio.Event()
-        return self._cut
+    @contextmanager
+    def cut_at_shutdown(self, scope: anyio.CancelScope) -> Iterator[None]:
+        """Cancel `scope` (a relay's) when the shutdown's grace is over."""
+        if self.cut:
+            scope.cancel()
+        self._relays.add(scope)
+        try:
+            yield
+        finally:
+            self._relays.discard(scope)
 
     def drain(self, grace_seconds: float) -> None:
         """Refuse new chats, and cut the open ones after `grace_seconds` (on the loop)."""
         self.draining = True
-        asyncio.get_running_loop().call_later(grace_seconds, self.cut.set)
+        asyncio.get_running_loop().call_later(grace_seconds, self._cut_all)
+
+    def _cut_all(self) -> None:
+        self.cut = True
+        for scope in list(self._relays):
+            scope.cancel()

@@ -183,3 +183,20 @@ def test_a_chart_breaks_its_line_at_gaps_and_marks_a_lone_point():
     assert [label for _, label in drawn.y_ticks] == ["0", "1", "2", "3", "4", "5"]
     assert not drawn.empty
     assert chart("e", "E", "ms", steps, {"median": [None] * 5}).empty
+
+
+def test_refused_chats_and_open_streams_show_on_the_activity_page(app):
+    from omniroute.studio.charts import activity_charts
+
+    svc = app.extensions["omniroute"]
+    svc.activity.add("rejected", 3)
+    svc.activity.add("stream_seconds", 120)  # two streams open for the whole minute
+    svc.activity.flush()
+    html = log_in(app).get("/dashboard/activity").text
+    assert stat(html, "Chats refused \\(busy\\)") == "3"
+    streams = next(
+        c for c in activity_charts(svc.activity.window("hour"), "hour") if c.id == "streams"
+    )
+    values = {series.label: series.values for series in streams.series}
+    assert max(values["open streams"]) == 2.0 and max(values["refused"]) == 3.0
+    assert 'id="chart-streams-title"' in html

@@ -51,6 +51,10 @@ BACKEND_SYNC = Counter(
     "omniroute_backend_sync", "Updates and deletes sent on to fallback memory backends, by "
     "backend, operation and outcome.", ["backend", "operation", "outcome"],
 )  # fmt: skip
+FOREIGN_MEMORIES = Counter(
+    "omniroute_backend_foreign_memories", "Memories a backend answered for one key that belonged "
+    "to another, dropped before any route saw them, by backend.", ["backend"],
+)  # fmt: skip
 OPEN_STREAMS = Gauge(
     "omniroute_open_streams", "Chats (streamed or not) being relayed to their providers now.",
     multiprocess_mode="livesum",

@@ -3,7 +3,8 @@
 It speaks the generic backend's default protocol (POST/GET /memories, GET/PATCH/DELETE
 /memories/{id}, GET /memories/search, GET /health) over an in-memory dict, records every
 request (method, path, query, headers, body), and answers `answers[(method, path)]` instead
-when a test sets one, e.g. `{("GET", "/health"): (500, "down")}`.
+when a test sets one, e.g. `{("GET", "/health"): (500, "down")}`. A `leaky` service ignores
+the key a list or a search names and answers every key's memories (a broken or hostile one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class MemoryService(LoopbackServer):
         self.memories: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
         self.answers: dict[tuple[str, str], tuple[int, Any]] = {}
+        self.leaky = False
         super().__init__(_handler(self))
 
     @property
@@ -75,7 +77,7 @@ class MemoryService(LoopbackServer):
         return 405, "no"
 
     def _owned(self, query: dict[str, str]) -> list[dict[str, Any]]:
-        key = query.get("apiKeyId")
+        key = None if self.leaky else query.get("apiKeyId")
         return [m for m in self.memories.values() if key is None or m["apiKeyId"] == key]
 
 

@@ -112,14 +112,7 @@ class MemoryTurn:
         RETRIEVAL_LATENCY.labels(
             f"backend:{found.backend}", "yes" if found.fallback_reason else "no"
         ).observe(time.perf_counter() - started)
-        owned = [m for m in found.memories if m.api_key_id == self.api_key_id]
-        if len(owned) < len(found.memories):  # a backend must never cross keys: drop them
-            log.warning(
-                "backend %s returned %d memories of other keys; dropped",
-                found.backend,
-                len(found.memories) - len(owned),
-            )
-        return owned
+        return found.memories  # the manager keeps the key's own alone
 
     def finish(self, svc: Services, reply: str) -> None:
         """After a successful answer: extract facts from the user's message and the reply.

@@ -8,21 +8,49 @@
 - search asks the primary, and on an error each fallback in turn; when all fail the answer
   is empty. Which backend answered, and why the primary did not, come back with it.
 - `configure` refuses an unknown primary (UnknownBackend) and drops unknown fallbacks.
+
+A remote answer enters the process here, and only here: a list or a search made for one key
+keeps that key's memories alone, whatever the service sent (the others are dropped and
+counted in FOREIGN_MEMORIES), so no route can show or delete another key's memories.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ...metrics import BACKEND_SYNC
+from ...metrics import BACKEND_SYNC, FOREIGN_MEMORIES
 from ..model import Memory, MemoryPage
 from .base import BackendError, Health, ListQuery, MemoryBackend, NewMemory, SearchQuery
 
 log = logging.getLogger(__name__)
+
+
+def owned_by(owner: str | None, memories: list[Memory], backend_id: str) -> list[Memory]:
+    """The memories of `owner` (all of them when no owner was named); the rest are counted."""
+    if owner is None:
+        return memories
+    kept = [memory for memory in memories if memory.api_key_id == owner]
+    if len(kept) < len(memories):
+        FOREIGN_MEMORIES.labels(backend_id).inc(len(memories) - len(kept))
+        log.warning(
+            "backend %s answered %d memories of other keys; dropped",
+            backend_id, len(memories) - len(kept),
+        )  # fmt: skip
+    return kept
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A page of the owner's memories, and how many the backend sent (`fetched`: the
+    foreign ones too), so that paging goes on past a page the filter emptied."""
+
+    page: MemoryPage
+    fetched: int
 
 
 class UnknownBackend(ValueError):
@@ -106,13 +134,18 @@ class MemoryManager:
         return self.primary.create(memory)
 
     def list(self, query: ListQuery) -> MemoryPage:
-        return self.primary.list(query)
+        return self.listed(query).page
+
+    def listed(self, query: ListQuery) -> Listed:
+        page = self.primary.list(query)
+        data = owned_by(query.api_key_id, page.data, self.primary.id)
+        return Listed(dataclasses.replace(page, data=data), len(page.data))
 
     def find_key(self, api_key_id: str, key: str) -> Memory | None:
         """The owner's memory with this key on the primary (a list query: the interface
         has no lookup by key)."""
-        page = self.primary.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
-        return next((m for m in page.data if m.key == key and m.api_key_id == api_key_id), None)
+        page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
+        return next((m for m in page.data if m.key == key), None)
 
     def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
         """Create, or update the owner's memory of the same key (whether it was created), as
@@ -155,7 +188,7 @@ class MemoryManager:
         reasons, failed = [], []
         for backend in (self.primary, *self.fallbacks):
             try:
-                memories = backend.search(query)
+                memories = owned_by(query.api_key_id, backend.search(query), backend.id)
             except BackendError as exc:
                 log.warning("backend %s: search failed: %s", backend.id, exc)
                 reasons.append(f"{backend.id}: {exc}")

@@ -58,7 +58,7 @@ class ServingMemories:
                       session_id=filters.session_id, query=filters.text,
                       limit=limit, offset=offset)
         )  # fmt: skip
-        page = _counted(page, filters.api_key_id)
+        page = _counted(page)
         found = listing_of(page, self._store, limit=limit, offset=offset)
         return {**found, "backend": remote.primary.id}
 
@@ -110,8 +110,7 @@ class ServingMemories:
                 scores = {item.memory.id: item.score for item in ranking.items}
                 return ranking.relevant(self._retriever.options.relevance_floor), scores
             asked = SearchQuery(query=query, api_key_id=owner, limit=limit, max_tokens=max_tokens)
-            found = remote.search(asked).memories
-            return [m for m in found if m.api_key_id == owner], {}
+            return remote.search(asked).memories, {}
         if remote is None:
             return self._store.find(MemoryFilter(api_key_id=owner), limit=limit), {}
         return remote.list(ListQuery(api_key_id=owner, limit=limit)).data, {}
@@ -123,16 +122,16 @@ class ServingMemories:
             return bulk.clear(self._store, filters, dry_run=dry_run)
         doomed, offset = [], 0
         while True:
-            page = remote.list(
+            listed = remote.listed(
                 ListQuery(api_key_id=filters.api_key_id, type=filters.type,
                           session_id=filters.session_id, limit=PAGE, offset=offset)
             )  # fmt: skip
             doomed += [
-                m for m in page.data
+                m for m in listed.page.data
                 if not filters.created_before or m.created_at < filters.created_before
             ]  # fmt: skip
             offset += PAGE
-            if not page.data or offset >= page.total:
+            if not listed.fetched or offset >= listed.page.total:
                 break
         if not dry_run:
             for memory in doomed:
@@ -140,13 +139,11 @@ class ServingMemories:
         return len(doomed)
 
 
-def _counted(page: MemoryPage, owner: str | None) -> MemoryPage:
-    """A remote page with only the owner's memories (when the list named one), and the
-    token and injection counts of what it holds (tokens as the local list counts them)."""
-    data = [m for m in page.data if owner is None or m.api_key_id == owner]
+def _counted(page: MemoryPage) -> MemoryPage:
+    """A remote page with the token and injection counts of what it holds (tokens as the
+    local list counts them)."""
     return dataclasses.replace(
         page,
-        data=data,
-        tokens_used=sum((len(m.content) + 3) // 4 for m in data),
-        accessed=sum(1 for m in data if m.access_count > 0),
+        tokens_used=sum((len(m.content) + 3) // 4 for m in page.data),
+        accessed=sum(1 for m in page.data if m.access_count > 0),
     )

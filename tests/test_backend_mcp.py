@@ -104,6 +104,7 @@ def test_a_leaky_primary_is_cleared_by_key_through_rest_without_touching_others(
 
 
 def _foreign(backend: str) -> float:
-    return REGISTRY.get_sample_value(
-        "omniroute_backend_foreign_memories_total", {"backend": backend}
-    ) or 0.0
+    return (
+        REGISTRY.get_sample_value("omniroute_backend_foreign_memories_total", {"backend": backend})
+        or 0.0
+    )

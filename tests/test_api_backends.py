@@ -111,3 +111,34 @@ def test_obsidian_and_notion_are_registered_from_the_environment(tmp_path, datab
     finally:
         app.extensions["omniroute"].close()
         vault.stop()
+
+
+def test_a_removed_backend_is_gone_at_once_and_never_asked_again(
+    client, admin, svc, memory_service
+):
+    put(client, admin, backendConfigs=brain(memory_service), primaryBackend="brain")
+    assert [b["id"] for b in client.get("/api/memory/backends", headers=admin).json["data"]] == [
+        "local", "brain"
+    ]  # fmt: skip
+    answer = put(client, admin, backendConfigs={}, primaryBackend="local")
+    assert answer.status_code == 200, answer.json
+    asked = len(memory_service.requests)
+    listed = client.get("/api/memory/backends", headers=admin).json["data"]
+    assert [b["id"] for b in listed] == ["local"]
+    assert client.get("/api/memory", headers=admin).json["backend"] == "local"
+    assert len(memory_service.requests) == asked, "its key is never sent again"
+
+
+def test_a_backend_moved_to_another_url_is_asked_there_only(client, admin, svc, memory_service):
+    from tests.memory_service import MemoryService
+
+    put(client, admin, backendConfigs=brain(memory_service), primaryBackend="brain")
+    moved = MemoryService().start()
+    try:
+        put(client, admin, backendConfigs=brain(moved))
+        asked = len(memory_service.requests)
+        client.get("/api/memory/backends", headers=admin)
+        client.get("/api/memory?apiKeyId=k", headers=admin)
+        assert len(memory_service.requests) == asked and len(moved.requests) >= 2
+    finally:
+        moved.stop()

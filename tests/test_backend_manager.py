@@ -146,3 +146,15 @@ def test_upsert_updates_the_owners_memory_of_the_same_key(manager, memory_servic
     assert memory_service.memories[first.id]["content"] == "I prefer Helix"
     other, created_other = manager.upsert(NewMemory(api_key_id="bob", key=NEW.key, content="Bob's"))
     assert created_other and other.id != first.id
+
+
+def test_a_replaced_backend_leaves_in_one_step_and_is_shut_down(manager, local, remote):
+    closed = []
+    remote.shutdown = lambda: closed.append("brain")
+    manager.configure("brain", ["local"])
+    with pytest.raises(UnknownBackend):
+        manager.replace({"brain"}, [], "brain")
+    assert manager.primary is remote and closed == [], "a refused swap changes nothing"
+    manager.replace({"brain"}, [], "local")
+    assert [b["id"] for b in manager.registered()] == ["local"] and manager.primary is local
+    assert closed == ["brain"]

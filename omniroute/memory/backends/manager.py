@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -83,25 +83,41 @@ class MemoryManager:
     def register(self, backend: MemoryBackend) -> None:
         self._backends[backend.id] = backend
 
-    def unregister(self, backend_id: str) -> None:
-        if backend_id != self._primary:
-            self._backends.pop(backend_id, None)
-            self._fallbacks = tuple(f for f in self._fallbacks if f != backend_id)
-
     def configure(self, primary: str, fallbacks: list[str] | tuple[str, ...] = ()) -> None:
+        self._primary, self._fallbacks = self._chosen(self._backends, primary, fallbacks)
+
+    def replace(
+        self,
+        retired: Collection[str],
+        added: Collection[MemoryBackend],
+        primary: str,
+        fallbacks: list[str] | tuple[str, ...] = (),
+    ) -> None:
+        """Swap backends in one step (a request in another thread sees the old set or the
+        new, never a mix): the `retired` ids leave, `added` come in, and the primary and
+        fallbacks are chosen among the result; the retired ones are shut down after.
+        UnknownBackend (nothing changed) when the primary is not among them."""
+        backends = {i: b for i, b in self._backends.items() if i not in retired}
+        backends.update((backend.id, backend) for backend in added)
+        chosen = self._chosen(backends, primary, fallbacks)
+        gone = [b for i, b in self._backends.items() if backends.get(i) is not b]
+        self._backends, (self._primary, self._fallbacks) = backends, chosen
+        for backend in gone:
+            backend.shutdown()
+
+    def _chosen(
+        self, backends: Mapping[str, MemoryBackend], primary: str, fallbacks: Iterable[str]
+    ) -> tuple[str, tuple[str, ...]]:
         primary = self._aliases.get(primary, primary)
         fallbacks = [self._aliases.get(name, name) for name in fallbacks]
-        if primary not in self._backends:
+        if primary not in backends:
             raise UnknownBackend(
-                f"unknown backend {primary!r}: registered are {', '.join(sorted(self._backends))}"
+                f"unknown backend {primary!r}: registered are {', '.join(sorted(backends))}"
             )
-        dropped = [f for f in fallbacks if f not in self._backends]
+        dropped = [f for f in fallbacks if f not in backends]
         if dropped:
             log.warning("unknown fallback backends dropped: %s", ", ".join(dropped))
-        self._primary = primary
-        self._fallbacks = tuple(
-            dict.fromkeys(f for f in fallbacks if f in self._backends and f != primary)
-        )
+        return primary, tuple(dict.fromkeys(f for f in fallbacks if f in backends and f != primary))
 
     @property
     def primary(self) -> MemoryBackend:

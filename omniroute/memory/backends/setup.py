@@ -96,9 +96,9 @@ class BackendSetup:
         return None if manager is None else (lambda new: manager.upsert(new)[0])
 
     def _apply(self, values: Mapping[str, Any]) -> None:
-        for backend_id in self._remote:
-            self.manager.unregister(backend_id)
-        self._remote = set()
+        """Register the configured backends in place of the ones applied before (those are
+        shut down: a removed backend is never asked again, nor sent its key)."""
+        added = []
         for backend_id, raw in {**self._env_configs, **values["backendConfigs"]}.items():
             try:
                 backend = make_backend(
@@ -107,13 +107,15 @@ class BackendSetup:
             except (BadBackendConfig, TypeError) as exc:
                 log.error("memory backend %s not registered: %s", backend_id, exc)
                 continue
-            self.manager.register(backend)
-            self._remote.add(backend_id)
+            added.append(backend)
+        retired, self._remote = self._remote, {backend.id for backend in added}
         try:
-            self.manager.configure(values["primaryBackend"], values["fallbackBackends"])
+            self.manager.replace(
+                retired, added, values["primaryBackend"], values["fallbackBackends"]
+            )
         except UnknownBackend as exc:
             log.error("%s; the local store serves", exc)
-            self.manager.configure(LOCAL_ID, [])
+            self.manager.replace(retired, added, LOCAL_ID)
 
     # -- a settings change ----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ elsewhere. Callers must not follow redirects.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
@@ -25,6 +26,7 @@ METADATA_ADDRESSES = frozenset(
 )
 LINK_LOCAL_V4 = ipaddress.ip_network("169.254.0.0/16")
 SHARED_V4 = ipaddress.ip_network("100.64.0.0/10")
+LEGACY_V4 = re.compile(r"[0-9a-fx.]+")
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -120,6 +122,8 @@ def _addresses(host: str, resolve: bool) -> list[Address]:
         return [ipaddress.ip_address(host)]
     except ValueError:
         pass
+    if (legacy := _legacy_ipv4(host)) is not None:
+        return [legacy]
     if not resolve:
         return []
     try:
@@ -127,6 +131,17 @@ def _addresses(host: str, resolve: bool) -> list[Address]:
     except OSError as exc:
         raise BlockedURL(f"{host} does not resolve: {exc}") from None
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+
+
+def _legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """An address written as the C resolver also reads it (`127.1`, `0x7f000001`,
+    `017700000001`), which `ipaddress` does not take: checked without a lookup too."""
+    if not LEGACY_V4.fullmatch(host):
+        return None
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
 
 
 def _check_address(address: Address, allow_local: bool, host: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
@@ -48,3 +49,34 @@ def is_sealed(stored: str) -> bool:
 def masked(api_key: str | None) -> str | None:
     """A secret as the API shows it: `***` and its last four characters."""
     return f"***{api_key[-4:]}" if api_key else None
+
+
+MASKED = re.compile(r"^(\*\*\*|\.\.\.).{0,4}$", re.DOTALL)
+
+
+def is_masked(value: object) -> bool:
+    """A key sent back as an answer showed it (`***9876`, or a provider's `...9876`)."""
+    return isinstance(value, str) and MASKED.match(value) is not None
+
+
+class KeyNeeded(ValueError):
+    """A stored key would go to an address other than the one it was given for."""
+
+    MESSAGE = (
+        "the URL changed: send the API key again (or an empty one for none); a stored key "
+        "stays only with the URL it was given for"
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+def keeps_stored_key(given: object, *, given_present: bool, stored: bool, moved: bool) -> bool:
+    """Whether a change keeps the stored key: it left the key out or sent it back masked.
+
+    KeyNeeded when the kept key would then be sent to a new address (`moved`).
+    """
+    keep = not given_present or is_masked(given)
+    if keep and stored and moved:
+        raise KeyNeeded()
+    return keep

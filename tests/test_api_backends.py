@@ -142,3 +142,34 @@ def test_a_backend_moved_to_another_url_is_asked_there_only(client, admin, svc, 
         assert len(memory_service.requests) == asked and len(moved.requests) >= 2
     finally:
         moved.stop()
+
+
+def test_a_new_url_needs_the_backend_key_again(client, admin, svc, memory_service):
+    put(client, admin, backendConfigs=brain(memory_service))
+    elsewhere = "http://127.0.0.1:9/elsewhere"
+    for key in ({}, {"apiKey": "***1234"}, {"apiKey": None}):
+        answer = put(client, admin, backendConfigs={"brain": {"baseUrl": elsewhere, **key}})
+        assert answer.status_code == 422, answer.json
+        detail = answer.json["error"]["details"][0]
+        assert detail["field"] == "backendConfigs.brain.apiKey"
+        assert "send the API key again" in detail["message"]
+    assert svc.backends.current().backend("brain").health().ok, "the old config still serves"
+    assert memory_service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
+    answer = put(client, admin, backendConfigs={"brain": {"baseUrl": elsewhere, "apiKey": ""}})
+    assert answer.status_code == 200
+    assert "apiKey" not in client.get("/api/settings/memory", headers=admin).json[
+        "backendConfigs"]["brain"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["file:///etc/passwd", "gopher://127.0.0.1:6379/_FLUSHALL", "http://169.254.169.254/latest",
+     "http://metadata.google.internal/", "http://0xa9fea9fe/", "http://user:pw@example.com"],
+)  # fmt: skip
+def test_a_backend_url_the_outbound_guard_refuses_is_not_saved(client, admin, url):
+    before = client.get("/api/settings/memory", headers=admin).json
+    answer = put(client, admin, backendConfigs={"evil": {"baseUrl": url}}, primaryBackend="evil")
+    assert answer.status_code == 422
+    assert answer.json["error"]["details"][0]["field"] == "backendConfigs.evil.baseUrl"
+    assert client.get("/api/settings/memory", headers=admin).json == before
+    assert client.get("/api/memory", headers=admin).status_code == 200

@@ -86,7 +86,10 @@ def test_bad_providers_are_refused_naming_the_field(client, admin, change, field
     assert field in fields(response)
 
 
-def test_local_urls_can_be_refused(tmp_path):
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "127.1", "0x7f000001", "017700000001", "0177.0.0.1", "localhost"]
+)
+def test_local_urls_can_be_refused_however_the_address_is_written(tmp_path, host):
     app = create_app(
         {
             "DATA_DIR": str(tmp_path),
@@ -96,11 +99,42 @@ def test_local_urls_can_be_refused(tmp_path):
     )
     response = app.test_client().post(
         "/api/providers",
-        json={"id": "ollama", "baseUrl": "http://127.0.0.1:11434/v1"},
+        json={"id": "ollama", "baseUrl": f"http://{host}:11434/v1"},
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
     )
     assert response.status_code == 422
     assert "baseUrl" in fields(response)
+    app.extensions["omniroute"].close()
+
+
+def test_a_new_url_needs_the_key_again_and_a_masked_key_keeps_it_only_in_place(client, admin, svc):
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    for body in (
+        {"baseUrl": "https://elsewhere.example.com/v1"},
+        {"baseUrl": "https://elsewhere.example.com/v1", "apiKey": "...9876"},
+    ):
+        moved = client.put("/api/providers/openai", json=body, headers=admin)
+        assert moved.status_code == 422 and fields(moved) == ["apiKey"], moved.json
+        assert "send the API key again" in moved.json["error"]["details"][0]["message"]
+    assert svc.providers.get("openai").base_url == "https://api.openai.com/v1", "nothing saved"
+    kept = client.put("/api/providers/openai", json={"apiKey": "...9876", "models": ["o1"]},
+                      headers=admin)  # fmt: skip
+    assert kept.status_code == 200 and svc.providers.get("openai").api_key == PROVIDER["apiKey"]
+    moved = client.put(
+        "/api/providers/openai",
+        json={"baseUrl": "https://elsewhere.example.com/v1", "apiKey": "sk-new-0001"},
+        headers=admin,
+    )
+    assert moved.status_code == 200 and svc.providers.get("openai").api_key == "sk-new-0001"
+    third = {"baseUrl": "https://third.example.com", "apiKey": None}
+    unkeyed = client.put("/api/providers/openai", json=third, headers=admin)
+    assert unkeyed.status_code == 200 and svc.providers.get("openai").api_key is None
+
+
+def test_a_change_with_no_field_is_refused(client, admin):
+    client.post("/api/providers", json=PROVIDER, headers=admin)
+    response = client.put("/api/providers/openai", json={}, headers=admin)
+    assert response.status_code == 422
 
 
 def test_providers_are_seeded_from_the_environment_setting(tmp_path):

@@ -1,4 +1,5 @@
 import ipaddress
+import re
 import socket
 
 import pytest
@@ -87,3 +88,19 @@ def test_names_are_resolved_and_each_address_checked():
 def test_a_name_that_does_not_resolve_is_refused_when_resolving():
     with pytest.raises(BlockedURL, match="does not resolve"):
         check_base_url("http://no-such-host.invalid/v1", allow_local=True)
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [("127.1", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("017700000001", "127.0.0.1"),
+     ("0177.0.0.1", "127.0.0.1"), ("10.1", "10.0.0.1"), ("2130706433", "127.0.0.1")],
+)  # fmt: skip
+def test_addresses_in_the_resolvers_other_spellings_are_checked_without_a_lookup(host, address):
+    with pytest.raises(BlockedURL, match=rf"\({re.escape(address)}\) is a local address"):
+        check_base_url(f"http://{host}:8080/v1", allow_local=False, resolve=False)
+    assert check_base_url(f"http://{host}:8080/v1", allow_local=True, resolve=False)
+
+
+def test_the_metadata_address_in_hex_is_refused():
+    with pytest.raises(BlockedURL, match="metadata"):
+        check_base_url("http://0xa9fea9fe/", allow_local=True, resolve=False)

@@ -102,6 +102,26 @@ def test_the_api_key_is_sealed_at_rest_shown_masked_and_removed_by_empty(client,
     assert shown["hasApiKey"] is False and shown["apiKeyMasked"] is None
 
 
+def test_a_new_server_needs_the_key_again(configured, svc):
+    client = configured(QDRANT_HOST="env-host", QDRANT_API_KEY="env-key-0001")
+    for body in ({"host": "other-host"}, {"port": 7000, "apiKey": "***0001"}):
+        answer = client.put("/api/settings/qdrant", json=body, headers=ADMIN)
+        assert answer.status_code == 422, answer.json
+        assert answer.json["error"]["details"][0]["field"] == "apiKey"
+    shown = client.put(
+        "/api/settings/qdrant", json={"host": "other-host", "apiKey": ""}, headers=ADMIN
+    ).json
+    assert shown["url"] == "http://other-host:6333" and not shown["hasApiKey"], (
+        "the environment's key stays with the environment's server"
+    )
+    client.put("/api/settings/qdrant", json={"apiKey": "qk-stored-5555"}, headers=ADMIN)
+    kept = client.put("/api/settings/qdrant", json={"collection": "c2", "apiKey": "***5555"},
+                      headers=ADMIN)  # fmt: skip
+    assert kept.status_code == 200 and kept.json["apiKeyMasked"] == "***5555"
+    moved = client.put("/api/settings/qdrant", json={"host": "third-host"}, headers=ADMIN)
+    assert moved.status_code == 422
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

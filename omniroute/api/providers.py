@@ -6,7 +6,9 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from ..providers.schemas import EmbeddingModelSchema, ProviderCreateSchema, ProviderFieldsSchema
+from ..errors import abort_invalid
+from ..providers.schemas import EmbeddingModelSchema, ProviderChangeSchema, ProviderCreateSchema
+from ..sealed import KeyNeeded, keeps_stored_key
 from ..services import services
 from .memory_schemas import SuccessSchema
 
@@ -63,15 +65,28 @@ class ProviderItem(MethodView):
             abort(404, message=f"Provider {provider_id} not found.")
         return {"provider": provider}
 
-    @blp.arguments(ProviderFieldsSchema)
+    @blp.arguments(ProviderChangeSchema)
     @blp.response(200, ProviderEnvelopeSchema)
     def put(self, body, provider_id):
         """Change a provider
 
-        Only the fields given change; `apiKey: null` (or "") removes the key.
+        Only the fields given change; `apiKey: null` (or "") removes the key, and the key
+        sent back masked (`...9876`) keeps it. A new `baseUrl` needs the key again (422
+        naming `apiKey` otherwise): a stored key never goes to a host it was not given for.
         """
-        if services().providers.get(provider_id) is None:
+        current = services().providers.get(provider_id)
+        if current is None:
             abort(404, message=f"Provider {provider_id} not found.")
+        try:
+            if keeps_stored_key(
+                body.get("api_key"),
+                given_present="api_key" in body,
+                stored=current.has_key,
+                moved=body.get("base_url", current.base_url) != current.base_url,
+            ):
+                body.pop("api_key", None)
+        except KeyNeeded as exc:
+            abort_invalid("apiKey", str(exc))
         provider, _ = services().providers.save(provider_id, body)
         return {"provider": provider}
 

@@ -17,7 +17,7 @@ from ..memory.embedding.base import EmbeddingError
 from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
 from ..memory.qdrant.connection import QdrantUnavailable
 from ..net import BlockedURL, check_base_url
-from ..sealed import masked
+from ..sealed import KeyNeeded, keeps_stored_key, masked
 from ..services import services
 
 blp = Blueprint(
@@ -180,6 +180,17 @@ class QdrantSettingsResource(MethodView):
         qdrant = services().qdrant.sync
         if "embeddingModel" in body:
             body["embeddingModel"] = (body["embeddingModel"] or "").strip() or None
+        current = qdrant.settings.get()
+        try:
+            if keeps_stored_key(
+                body.get("apiKey"),
+                given_present="apiKey" in body,
+                stored=bool(current.api_key),
+                moved=qdrant.settings.preview(body).url != current.url,
+            ):
+                body.pop("apiKey", None)
+        except KeyNeeded as exc:
+            abort_invalid("apiKey", str(exc))
         preview = qdrant.settings.preview(body)
         if "host" in body and body["host"].strip():
             try:

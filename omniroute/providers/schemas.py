@@ -68,6 +68,15 @@ class ProviderFieldsSchema(ma.Schema):
         return data
 
 
+class ProviderChangeSchema(ProviderFieldsSchema):
+    """A PUT: at least one field."""
+
+    @ma.validates_schema
+    def _not_empty(self, data, **kwargs) -> None:
+        if not data:
+            raise ma.ValidationError("Give at least one field to change.")
+
+
 class ProviderCreateSchema(ProviderFieldsSchema):
     id = ma.fields.String(required=True, validate=PROVIDER_ID)
     baseUrl = ma.fields.String(attribute="base_url", required=True, validate=guarded_url)

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from ...net import BlockedURL, check_base_url
 from .generic import (
     DEFAULT_ENDPOINTS,
     DEFAULT_TIMEOUT_MS,
@@ -89,14 +90,24 @@ KNOWN_FIELDS = {
 }  # fmt: skip
 
 
-def check_config(raw: Mapping[str, Any]) -> None:
-    """Raise BadBackendConfig naming the field when a backend cannot be made from `raw`."""
+def check_config(raw: Mapping[str, Any], *, allow_local: bool) -> None:
+    """Raise BadBackendConfig naming the field when a backend cannot be made from `raw`, or
+    its URL does not pass the outbound guard (not resolved: the host may come up later)."""
     kind = raw.get("type", "generic")
     if kind not in TYPES:
         raise BadBackendConfig("type", f"must be one of {', '.join(TYPES)}")
     if kind == "generic":
         generic_config(raw)
-        return
+    else:
+        _check_known(kind, raw)
+    if isinstance(raw.get("baseUrl"), str) and raw["baseUrl"].strip():
+        try:
+            check_base_url(raw["baseUrl"], allow_local=allow_local, resolve=False)
+        except BlockedURL as exc:
+            raise BadBackendConfig("baseUrl", str(exc)) from None
+
+
+def _check_known(kind: str, raw: Mapping[str, Any]) -> None:
     fields, strings = KNOWN_FIELDS[kind]
     unknown = sorted(set(raw) - fields)
     if unknown:
@@ -110,7 +121,7 @@ def check_config(raw: Mapping[str, Any]) -> None:
 
 
 def make_backend(backend_id: str, raw: Mapping[str, Any], http: httpx.Client, *, allow_local: bool):
-    check_config(raw)
+    check_config(raw, allow_local=allow_local)
     name = raw.get("displayName") if isinstance(raw.get("displayName"), str) else backend_id
     if raw.get("type") == "obsidian":
         return ObsidianBackend(

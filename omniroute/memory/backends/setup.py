@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ...sealed import SecretBox, masked
+from ...sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
 from ..settings import MemorySettings
 from .known import BadBackendConfig, check_config, make_backend
 from .local import LOCAL_ALIASES, LOCAL_ID
@@ -49,6 +49,14 @@ def env_configs(env: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
             "databaseId": env["NOTION_DATABASE_ID"],
         }
     return configs
+
+
+def _url(config: Mapping[str, Any]) -> str | None:
+    """Where a backend config sends its key: its base URL as the backend will use it."""
+    given = config.get("baseUrl")
+    if isinstance(given, str) and given.strip():
+        return given.strip().rstrip("/")
+    return {"obsidian": OBSIDIAN_URL, "notion": NOTION_URL}.get(config.get("type"))
 
 
 class BackendSetup:
@@ -122,7 +130,10 @@ class BackendSetup:
     def checked(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """The change with backend API keys sealed; BadBackendConfig names a bad field.
 
-        An `apiKey` left out, or sent back masked as GET shows it, keeps the stored key."""
+        An `apiKey` left out (or null), or sent back masked as GET shows it, keeps the stored
+        key, but only while `baseUrl` stays the same: with a new URL the key must be sent
+        again (a stored key never goes to a host it was not given for); "" removes it.
+        URLs pass the outbound guard here, and again at every use."""
         current = self._settings.get()
         changed = dict(changes)
         configs = changes.get("backendConfigs", current["backendConfigs"])
@@ -135,10 +146,9 @@ class BackendSetup:
                 raise BadBackendConfig(field, "is the local store's name; choose another id")
             if not isinstance(raw, Mapping):
                 raise BadBackendConfig(field, "must be an object")
-            kept = current["backendConfigs"].get(backend_id, {}).get("apiKey")
-            entry = self._with_key(dict(raw), kept)
             try:
-                check_config(self._unsealed(entry))
+                entry = self._with_key(dict(raw), current["backendConfigs"].get(backend_id))
+                check_config(self._unsealed(entry), allow_local=self._allow_local)
             except BadBackendConfig as exc:
                 raise BadBackendConfig(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
             sealed[backend_id] = entry
@@ -155,16 +165,26 @@ class BackendSetup:
                 raise BadBackendConfig("fallbackBackends", f"unknown backend {name!r}")
         return changed
 
-    def _with_key(self, entry: dict[str, Any], kept: str | None) -> dict[str, Any]:
+    def _with_key(self, entry: dict[str, Any], stored: Mapping[str, Any] | None) -> dict[str, Any]:
+        stored = stored if isinstance(stored, Mapping) else {}
+        kept = stored.get("apiKey")
         given = entry.get("apiKey")
-        if given is None or (isinstance(given, str) and given.startswith("***")):
-            if kept:
-                entry["apiKey"] = kept
-            else:
-                entry.pop("apiKey", None)
-        elif isinstance(given, str) and given:
+        try:
+            keep = keeps_stored_key(
+                given,
+                given_present=given is not None,
+                stored=bool(kept),
+                moved=_url(entry) != _url(stored),
+            )
+        except KeyNeeded as exc:
+            raise BadBackendConfig("apiKey", str(exc)) from None
+        if keep and kept:
+            entry["apiKey"] = kept
+        elif keep or given == "":
+            entry.pop("apiKey", None)
+        elif isinstance(given, str):
             entry["apiKey"] = self._box.seal(given)
-        return entry
+        return entry  # any other apiKey is left for check_config to refuse
 
     def _unsealed(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         entry = dict(raw)

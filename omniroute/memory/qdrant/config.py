@@ -105,7 +105,9 @@ class QdrantSettings:
         host = _text(stored.get(HOST)) or env_host
         port = _port(stored.get(PORT)) or env_port
         sealed = stored.get(API_KEY)
-        api_key = (self._box.open(sealed) if _text(sealed) else None) or env.get("QDRANT_API_KEY")
+        api_key = self._box.open(sealed) if _text(sealed) else None
+        if not api_key and (host, port) == (env_host, env_port):
+            api_key = env.get("QDRANT_API_KEY")  # the environment's key, for its own server only
         quantization = stored.get(QUANTIZATION)
         return QdrantConfig(
             enabled=stored.get(ENABLED) is True,

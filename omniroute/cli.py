@@ -92,6 +92,29 @@ def _qdrant_backfill(sync: QdrantSync) -> None:
     )
 
 
+@memory_cli.command("scrub")
+@click.option(
+    "--full", is_flag=True,
+    help="Rewrite the tables (VACUUM FULL on PostgreSQL, VACUUM on SQLite): an exclusive "
+    "lock while it runs.",
+)  # fmt: skip
+def scrub_command(full: bool) -> None:
+    """Leave no copy of deleted text in the database files (after an erase, say).
+
+    An erase scrubs by itself; on PostgreSQL only `--full` takes the bytes out of the data
+    files (plain VACUUM frees their space for reuse, but does not overwrite it).
+    """
+    db = services().db
+    if db.scrub(full=full):
+        click.echo(f"scrubbed {db.url}: no deleted text is left in its files")
+    else:
+        click.echo(
+            f"{db.url}: deleted rows' space is freed, not yet overwritten; run with --full in a "
+            "quiet hour (an exclusive lock)" if db.dialect == "postgresql" else
+            f"{db.url}: a reader kept the write-ahead log from being truncated; run it again"
+        )  # fmt: skip
+
+
 @memory_cli.command("build-static")
 def build_static_command() -> None:
     """Distill the default static model into DATA_DIR/embeddings and keep it in the database.

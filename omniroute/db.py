@@ -203,6 +203,39 @@ class Database:
             finally:
                 transaction.rollback()
 
+    def scrub(self, *, full: bool = False) -> bool:
+        """After deleting text that must leave no trace (an erase, a clear): whether the
+        database files no longer hold it.
+
+        SQLite zeroes deleted rows in place (secure_delete, FTS5's secure-delete), but the
+        write-ahead log keeps copies of the pages until a checkpoint that truncates it; this
+        runs that checkpoint (False when a reader kept it from finishing; the next one will).
+        `full` also runs VACUUM, which rewrites the whole file (an exclusive lock).
+        PostgreSQL: VACUUM frees the dead rows' space in the tables, their TOAST and
+        indexes for reuse, but does not overwrite it (True only with `full`); `full` runs
+        VACUUM FULL, which writes the tables anew (an exclusive lock for its run) so the old
+        bytes leave the data files; WAL segments hold them until the server recycles them.
+        """
+        tables = "memories, memory_history, extraction_outbox"
+        raw = self.engine.raw_connection()  # outside any transaction: VACUUM needs that
+        try:
+            if self.dialect == "postgresql":
+                raw.driver_connection.autocommit = True
+                try:
+                    with raw.cursor() as cursor:
+                        cursor.execute(f"VACUUM {'FULL ' if full else ''}{tables}")
+                finally:
+                    raw.driver_connection.autocommit = False
+                return full
+            if full:
+                raw.execute("VACUUM")
+            busy, _, _ = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            raw.close()
+        if busy:
+            log.warning("the write-ahead log was not truncated (a reader held it); it will be")
+        return not busy
+
     def ping(self) -> None:
         """Raise unless the database answers a query."""
         with self.read() as connection:

@@ -67,6 +67,8 @@ def sqlite_engine(
         dbapi_connection.execute("PRAGMA journal_mode = WAL")
         dbapi_connection.execute("PRAGMA synchronous = NORMAL")
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
+        # A deleted row's bytes are overwritten with zeros, not left in free space.
+        dbapi_connection.execute("PRAGMA secure_delete = ON")
         dbapi_connection.create_function("omr_casefold", 1, casefold, deterministic=True)
 
     def on_begin(connection: Connection) -> None:

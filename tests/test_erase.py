@@ -3,6 +3,8 @@ the vector indexes or in Qdrant, and no other key loses anything."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import Text, func, or_, select, text
 
@@ -104,3 +106,77 @@ def test_erase_takes_true_or_false_only(client, make_key, value):
 
 def test_erasing_an_unknown_key_is_404(client):
     assert client.delete("/api/keys/nobody?erase=true", headers=ADMIN).status_code == 404
+
+
+# Words no other text holds; what is searched for is each one's tail, which the keyword
+# index keeps even where it stores a term as a suffix of the one before it.
+SECRETS = ("Xylophonequartz", "Quibblewhackets", "Snorkelvampire")
+
+
+def database_bytes(svc) -> bytes:
+    path = Path(svc.db.path)
+    return b"".join(
+        candidate.read_bytes()
+        for candidate in (path, path.with_name(path.name + "-wal"))
+        if candidate.exists()
+    )
+
+
+@pytest.mark.sqlite_only
+def test_erase_leaves_no_byte_of_the_text_in_the_database_files(svc, client, make_key):
+    alice, bob = make_key("alice")["id"], make_key("bob")["id"]
+    filler = " ".join(f"word{n}" for n in range(200))  # pages shared with other rows
+    for owner in (alice, bob):
+        for n in range(30):
+            client.post("/api/memory", headers=ADMIN, json={
+                "apiKeyId": owner, "key": f"note:{n}", "content": f"{filler} {owner} {n}"
+            })  # fmt: skip
+    made = client.post("/api/memory", headers=ADMIN, json={
+        "apiKeyId": alice, "key": "secret:one", "content": f"My code word is {SECRETS[0]}"
+    }).json["memory"]  # fmt: skip
+    client.put(f"/api/memory/{made['id']}", headers=ADMIN,
+               json={"content": f"My code word is {SECRETS[1]} now"})  # fmt: skip
+    svc.outbox.put(alice, "", [(f"Remember {SECRETS[2]} for me", "user")])
+    svc.db.scrub()  # everything so far in the file itself, not only in the log
+    assert all(word[-8:].lower().encode() in database_bytes(svc).lower() for word in SECRETS)
+
+    response = client.delete(f"/api/keys/{alice}?erase=true", headers=ADMIN)
+    assert response.status_code == 200, response.json
+    left = database_bytes(svc).lower()
+    for word in SECRETS:
+        assert word[-8:].lower().encode() not in left, f"{word} is still on disk"
+    assert f"{bob} 29".encode() in left, "the other key's memories are all there"
+    with svc.db.read() as conn:
+        assert (
+            conn.exec_driver_sql("INSERT INTO memory_fts (memory_fts) VALUES ('integrity-check')")
+            is not None
+        )
+
+
+def data_files(svc) -> list[Path]:
+    """The files the database keeps its tables in: SQLite's file and log, or this
+    PostgreSQL database's folder (its WAL, pg_wal, is the server's and is left out)."""
+    if svc.db.dialect == "sqlite":
+        path = Path(svc.db.path)
+        return [p for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
+    with svc.db.read() as conn:
+        folder = conn.exec_driver_sql("SHOW data_directory").scalar_one()
+        oid = conn.exec_driver_sql(
+            "SELECT oid FROM pg_database WHERE datname = current_database()"
+        ).scalar_one()
+    return [p for p in (Path(folder) / "base" / str(oid)).iterdir() if p.is_file()]
+
+
+def test_a_full_scrub_after_an_erase_leaves_no_byte_in_the_data_files(app, svc, client, make_key):
+    alice = make_key("alice")["id"]
+    for n, word in enumerate(SECRETS):
+        client.post("/api/memory", headers=ADMIN, json={
+            "apiKeyId": alice, "key": f"secret:{n}", "content": f"My code word is {word}"
+        })  # fmt: skip
+    client.delete(f"/api/keys/{alice}?erase=true", headers=ADMIN)
+    result = app.test_cli_runner().invoke(args=["memory", "scrub", "--full"])
+    assert result.exit_code == 0 and "no deleted text is left" in result.output, result.output
+    left = b"".join(path.read_bytes() for path in data_files(svc)).lower()
+    assert left, "the files were read"
+    for word in SECRETS:
+        assert word[-8:].lower().encode() not in left, f"{word} is still on disk"

@@ -4,6 +4,9 @@ Everything of the key goes: its memories with their vectors and keyword index ro
 store deletes those with each memory, in batches), their Qdrant points (queued in the same
 transactions, removed by the sync job), its audit history, and the chat texts still waiting
 for extraction. The caller revokes the key first, so that no new request writes meanwhile.
+Then the database is scrubbed (`Database.scrub`): on SQLite nothing of the text is left in
+the file or its write-ahead log; on PostgreSQL VACUUM runs (see its docstring for what that
+leaves until `flask memory scrub --full`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 
 from ..tables import extraction_outbox, memories, memory_history, qdrant_outbox
-from .bulk import clear
+from .bulk import delete_where
+from .conditions import matching
 from .model import MemoryFilter
 from .store import MemoryStore
 
@@ -47,7 +51,7 @@ def erase_owner(store: MemoryStore, api_key_id: str) -> Erased:
                 memories.c.api_key_id == api_key_id, memories.c.needs_reindex == 0
             )
         ).scalar_one()
-    deleted = clear(store, MemoryFilter(api_key_id=api_key_id), reason="erased")
+    deleted = delete_where(store, matching(MemoryFilter(api_key_id=api_key_id)), reason="erased")
     with store.db.write() as conn:
         history = conn.execute(
             delete(memory_history).where(memory_history.c.api_key_id == api_key_id)
@@ -57,4 +61,5 @@ def erase_owner(store: MemoryStore, api_key_id: str) -> Erased:
                 qdrant_outbox.c.api_key_id == api_key_id, qdrant_outbox.c.action == "delete"
             )
         ).scalar_one()
+    store.db.scrub()
     return Erased(deleted, vectors, history, waiting, queued)

@@ -1,0 +1,9 @@
+"""Deleted text leaves no trace in the keyword index (SQLite's FTS5 secure-delete)."""
+
+from omniroute.migrate import run_sql_step
+
+revision, down_revision = "0016", "0015"
+
+
+def upgrade() -> None:
+    run_sql_step(revision)

@@ -85,6 +85,43 @@ def _with_ids(make_record):
     return make
 
 
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: a value
+# holding one must not start a line of its own (a forged log line) or move the terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escaped(text: str) -> str:
+    """`text` with every control character written out (`\\n`, `\\x1b`, `\\u2028`)."""
+
+    def spelled(match: re.Match[str]) -> str:
+        char = match.group()
+        return _NAMED.get(char) or (
+            f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+        )
+
+    return _CONTROL.sub(spelled, text)
+
+
+def json_line(value: object) -> str:
+    """`value` as one line of JSON: json escapes C0 itself, and here the C1 characters and
+    line separators it would leave as they are."""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+class PlainFormatter(logging.Formatter):
+    """PLAIN_FORMAT with the message's control characters escaped: one record, one line
+    (a traceback below it stays as Python wrote it)."""
+
+    def __init__(self) -> None:
+        super().__init__(PLAIN_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        record.message = escaped(record.message)
+        return super().formatMessage(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: time, level, logger, message, the ids, any `extra` fields,
     and the traceback of an exception."""
@@ -104,7 +141,7 @@ class JsonFormatter(logging.Formatter):
         )
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return json_line(line)
 
 
 def uses_json(log_format: str) -> bool:
@@ -123,9 +160,7 @@ def configure(level: str, log_format: str, packages: tuple[str, ...]) -> None:
         root.addHandler(handler)
     for handler in root.handlers:
         if getattr(handler, "omniroute", False):
-            handler.setFormatter(
-                JsonFormatter() if uses_json(log_format) else logging.Formatter(PLAIN_FORMAT)
-            )
+            handler.setFormatter(JsonFormatter() if uses_json(log_format) else PlainFormatter())
     for name in packages:
         logging.getLogger(name).setLevel(level)
 

@@ -142,3 +142,32 @@ def test_a_library_that_passes_its_own_job_id_as_extra_still_logs(lines):
     logging.getLogger("rq.worker").error("job failed", extra={"job_id": "j-1", "request_id": "r"})
     (line,) = [line for line in lines() if line["logger"] == "rq.worker"]
     assert line["job_id"] == "j-1" and line["message"] == "job failed"
+
+
+@pytest.mark.parametrize("log_format", ["plain", "json"])
+def test_a_value_holding_a_newline_never_forges_a_second_line(make_app, log_format):
+    """A model name with a newline, an escape sequence and a line separator in a chat: the
+    request's record is one line in either format, and says what was sent."""
+    stream = io.StringIO()
+    app = make_app(LOG_FORMAT=log_format)
+    handler = next(h for h in logging.getLogger().handlers if getattr(h, "omniroute", False))
+    old_stream = handler.setStream(stream)
+    try:
+        _, secret = app.extensions["omniroute"].keys.create("alice")
+        model = (
+            "fake/m\n2026-12-02 09:00:00 INFO omniroute.request: POST /admin 200\x1b[2J\u2028\x85"
+        )
+        app.test_client().post(
+            "/v1/chat/completions",
+            json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Authorization": f"Bearer {secret}"},
+        )
+    finally:
+        handler.setStream(old_stream)
+    written = stream.getvalue()
+    assert not any(char in written for char in "\x1b\u2028\x85")
+    (line,) = [line for line in written.split("\n") if "/v1/chat/completions" in line]
+    assert "POST /admin" in line, "the value is kept, escaped, on the request's own line"
+    assert not [line for line in written.split("\n") if line.startswith("2026-12-02 09:00:00")]
+    if log_format == "json":
+        assert json.loads(line)["model"].startswith("m\n2026-12-02")

@@ -2,29 +2,62 @@
 
 from __future__ import annotations
 
+import logging
+import signal
+import time
+
 import click
 import redis
 from flask import Flask
 from rq.worker import HerokuWorker
 
+from omniroute.queue import JOB_HEARTBEAT_SECONDS, MAINTENANCE_SECONDS, WORKER_TTL
+
 from . import QUEUES
+
+log = logging.getLogger(__name__)
+
+MAX_RECONNECT_WAIT = 16.0
 
 
 class GatewayWorker(HerokuWorker):
-    """RQ's HerokuWorker that registers again when Redis lost its record of it.
+    """RQ's HerokuWorker, made to recover within a minute of what RQ takes ten minutes for.
 
-    A Redis restart (or a flush) loses the worker registry while the worker reconnects and
-    goes on working, so engine-status said "no worker is running" about a working worker.
-    Its heartbeat is its health probe: an idle heartbeat that finds no record writes it anew
-    (RQ sends one as soon as Redis answers again, and after every job).
+    - Its loop comes round at least every WORKER_TTL - 15 s (RQ's idle wait), it runs RQ's
+      maintenance every MAINTENANCE_SECONDS (registries cleaned; RQ's default is 10 minutes),
+      and while a job runs it beats every JOB_HEARTBEAT_SECONDS: a worker that stops beating
+      is known dead (`worker_alive`) within half a minute.
+    - A Redis restart (or a flush) loses the worker's record while the worker reconnects and
+      goes on working: its next heartbeat writes the record anew.
+    - The same restart kills RQ's scheduler process inside the worker (the one that enqueues
+      retries at their time); every pass of the loop starts it again when it is gone, so a
+      delayed retry waits for its delay and not for RQ's next maintenance.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("worker_ttl", WORKER_TTL)
+        kwargs.setdefault("maintenance_interval", MAINTENANCE_SECONDS)
+        kwargs.setdefault("job_monitoring_interval", JOB_HEARTBEAT_SECONDS)
+        super().__init__(*args, **kwargs)
 
     def heartbeat(self, timeout=None, pipeline=None):
         if pipeline is None and not self.connection.exists(self.key):
             self.log.info("Worker %s: Redis lost the worker's record; registering again", self.name)
             self.register_birth()
+            self._revive_scheduler()
             return
         super().heartbeat(timeout, pipeline)
+        if pipeline is None:
+            self._revive_scheduler()
+
+    def _revive_scheduler(self) -> None:
+        scheduler = self.scheduler
+        if self._shutdown_requested_date is not None or scheduler is None:
+            return  # stopping: the scheduler was stopped on purpose
+        if scheduler._process is not None and scheduler._process.is_alive():
+            return
+        self.log.info("Worker %s: RQ's scheduler is not running; starting it again", self.name)
+        scheduler.acquire_locks(auto_start=True)
 
 
 def worker_connection(url: str) -> redis.Redis:
@@ -52,8 +85,32 @@ def run_worker(app: Flask, *, burst: bool = False) -> None:
         )
     connection = worker_connection(app.config["REDIS_URL"])
     with app.app_context():
-        # On SIGTERM (a platform's restart or deploy) the current job is stopped within 6 s
-        # and fails into its retries, well inside the 30 s before SIGKILL: it runs again.
-        worker = GatewayWorker(list(QUEUES), connection=connection)
-        worker.work(burst=burst, logging_level=app.config["LOG_LEVEL"], with_scheduler=True)
+        while True:
+            # On SIGTERM (a platform's restart or deploy) the current job is stopped within
+            # 6 s and fails into its retries, well inside the 30 s before SIGKILL: it runs again.
+            worker = GatewayWorker(list(QUEUES), connection=connection)
+            try:
+                worker.work(burst=burst, logging_level=app.config["LOG_LEVEL"], with_scheduler=True)
+            except redis.RedisError as exc:  # its teardown, when Redis went away
+                log.warning("worker %s stopped, Redis unavailable: %s", worker.name, exc)
+            if burst or worker._shutdown_requested_date is not None:  # SIGTERM or SIGINT
+                break
+            # RQ's loop quits on a Redis error outside its wait for jobs (a restart while a
+            # job runs, or between two jobs): a new worker takes over once Redis answers.
+            # Nothing runs meanwhile, so a SIGTERM may end the process at once.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _wait_for(connection)
+            log.info("worker %s quit on an error; a new worker starts", worker.name)
     connection.close()
+
+
+def _wait_for(connection: redis.Redis) -> None:
+    wait = 1.0
+    while True:
+        try:
+            connection.ping()
+            return
+        except redis.RedisError as exc:
+            log.warning("Redis unavailable (%s); trying again in %.0f s", exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, MAX_RECONNECT_WAIT)

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
@@ -29,10 +30,45 @@ from .logs import bound_request_id, current_request_id
 
 log = logging.getLogger(__name__)
 
+# How long a worker may stay silent before it is taken for dead. The worker
+# (jobs.worker.GatewayWorker) beats at least every WORKER_TTL - 15 s while idle (RQ's wait
+# for a job is that long) and every JOB_HEARTBEAT_SECONDS while a job runs. One whose last
+# beat is older than its bound was killed or lost its machine: status() lists it as gone,
+# and the job it held is queued again by the next request for that job (`_free_rq_slot`).
+WORKER_TTL = 60
+JOB_HEARTBEAT_SECONDS = 10
+MAINTENANCE_SECONDS = 30
+# Beats missed before a worker counts as dead: three while busy, the idle wait plus 15 s.
+BUSY_SILENCE_SECONDS = 3 * JOB_HEARTBEAT_SECONDS
+IDLE_SILENCE_SECONDS = WORKER_TTL
+
 RQ_RETRY_INTERVALS = (5, 30, 120)
 LOCAL_RETRY_INTERVALS = (0.5, 2.0, 5.0)
 FAILED_JOB_TTL = 7 * 24 * 3600
 RESULT_TTL = 3600
+
+
+def worker_alive(last_heartbeat: datetime | None, busy: bool, now: datetime | None = None) -> bool:
+    """Whether a worker that last beat at `last_heartbeat` (UTC) is still there."""
+    if last_heartbeat is None:
+        return False
+    if last_heartbeat.tzinfo is None:
+        last_heartbeat = last_heartbeat.replace(tzinfo=UTC)
+    silence = ((now or datetime.now(UTC)) - last_heartbeat).total_seconds()
+    return silence <= (BUSY_SILENCE_SECONDS if busy else IDLE_SILENCE_SECONDS)
+
+
+def _worker_status(worker: Worker) -> dict[str, Any]:
+    """A worker as status() lists it; `state` is "gone" once it is past its heartbeat's
+    lifetime (killed: RQ keeps its record for minutes)."""
+    state = worker.get_state()
+    beat = worker.last_heartbeat
+    return {
+        "name": worker.name,
+        "state": state if worker_alive(beat, busy=state == "busy") else "gone",
+        "queues": worker.queue_names(),
+        "lastHeartbeat": beat.isoformat() if beat else None,
+    }
 
 
 class JobQueue:
@@ -93,25 +129,16 @@ class JobQueue:
         if self._redis is None:
             return {"backend": "in-process", "available": True, "reason": None, "workers": []}
         try:
-            workers = [
-                {
-                    "name": worker.name,
-                    "state": worker.get_state(),
-                    "queues": worker.queue_names(),
-                    "lastHeartbeat": worker.last_heartbeat.isoformat()
-                    if worker.last_heartbeat
-                    else None,
-                }
-                for worker in Worker.all(connection=self._redis)
-            ]
+            workers = [_worker_status(worker) for worker in Worker.all(connection=self._redis)]
             queued = {name: Queue(name, connection=self._redis).count for name in self._queue_names}
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             reason = f"Redis unavailable, jobs run in-process: {type(exc).__name__}"
             return {"backend": "rq", "available": False, "reason": reason, "workers": []}
-        reason = None if workers else "no worker is running: jobs wait in Redis"
+        alive = [worker for worker in workers if worker["state"] != "gone"]
+        reason = None if alive else "no worker is running: jobs wait in Redis"
         return {
             "backend": "rq",
-            "available": bool(workers),
+            "available": bool(alive),
             "reason": reason,
             "workers": workers,
             "queued": queued,
@@ -151,7 +178,7 @@ class JobQueue:
             try:
                 unique_id = job_id if job_id in self._waiting else None
                 if unique_id is not None:
-                    job_id = self._free_rq_slot(unique_id)
+                    job_id = self._free_rq_slot(queue_name, unique_id)
                     if job_id is None:  # a run of this job already waits in RQ
                         self._started(unique_id)
                         return
@@ -172,22 +199,55 @@ class JobQueue:
                 log.warning("job %s: Redis unavailable (%s); running it in-process", job_id, exc)
         self._run_here(func, args, job_id, request_id)
 
-    def _free_rq_slot(self, unique_id: str) -> str | None:
+    def _free_rq_slot(self, queue_name: str, unique_id: str) -> str | None:
         """The id to queue a unique job under, or None when a run of it already waits.
 
         Two slots take turns, so that one run may wait while another runs, and the id of a
-        running job (whose record its worker still writes) is never reused.
+        running job (whose record its worker still writes) is never reused. A slot whose job
+        RQ still calls queued or started, but that nobody holds (its worker was killed), is
+        taken back: that is how a job lost with its worker runs again (`_abandoned`).
         """
         for candidate in (unique_id, f"{unique_id}-next"):
             try:
-                status = Job.fetch(candidate, connection=self._redis).get_status()
+                job = Job.fetch(candidate, connection=self._redis)
             except NoSuchJobError:
                 return candidate
-            if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+            status = job.get_status()
+            if status in (JobStatus.QUEUED, JobStatus.STARTED):
+                if self._abandoned(queue_name, job):
+                    log.warning("job %s was held by a worker that is gone; queued again", job.id)
+                    return candidate
+                if status == JobStatus.QUEUED:
+                    return None
+                continue
+            if status in (JobStatus.SCHEDULED, JobStatus.DEFERRED):
                 return None
-            if status != JobStatus.STARTED:
-                return candidate
+            return candidate
         return None
+
+    def _abandoned(self, queue_name: str, job: Job) -> bool:
+        """Whether nobody holds a job RQ calls queued or started: it is not in its queue, not
+        being taken from it, and not run by a living worker. Such a job is removed from RQ's
+        started registry here (so that RQ's own clean-up does not run it a second time)."""
+        queue = Queue(queue_name, connection=self._redis)
+        with self._redis.pipeline(transaction=True) as pipe:  # one snapshot of all three
+            pipe.lpos(queue.key, job.id)
+            pipe.lpos(queue.intermediate_queue.key, job.id)
+            pipe.zrange(queue.started_job_registry.key, 0, -1)
+            waiting, taking, started = pipe.execute()
+        if waiting is not None or taking is not None:
+            return False
+        mine = job.id.encode()
+        held = [entry for entry in started if entry == mine or entry.startswith(mine + b":")]
+        if held:
+            worker = job.worker_name and Worker.find_by_key(
+                Worker.redis_worker_namespace_prefix + job.worker_name, connection=self._redis
+            )
+            if worker and worker_alive(worker.last_heartbeat, busy=True):
+                return False
+            # Whoever removes the entry first requeues it: RQ's clean-up, or this.
+            return self._redis.zrem(queue.started_job_registry.key, *held) > 0
+        return True
 
     def _started(self, job_id: str) -> None:
         with self._lock:

@@ -1,5 +1,6 @@
 """Job functions for the queue tests; module-level so that an RQ worker can import them."""
 
+import os
 import time
 from pathlib import Path
 
@@ -31,3 +32,15 @@ def asks_for_another(marker: str) -> None:
 
 def leaves_a_mark(marker: str) -> None:
     Path(marker).write_text("ran")
+
+
+def runs_until_released(folder: str) -> None:
+    """Notes its start (and its process) in `folder`, waits for a `release` file there, then
+    notes its end."""
+    here = Path(folder)
+    with (here / "runs").open("a") as runs:
+        runs.write(f"started {os.getpid()}\n")
+    while not (here / "release").exists():
+        time.sleep(0.05)
+    with (here / "runs").open("a") as runs:
+        runs.write("done\n")

@@ -1,4 +1,5 @@
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -185,6 +186,10 @@ def log_text(log) -> str:
     return log.read()
 
 
+def read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
 def age_outbox(app, seconds: int = 120) -> None:
     """Make every outbox row look `seconds` old, as if its job had been lost that long ago."""
     svc = app.extensions["omniroute"]
@@ -297,3 +302,73 @@ def test_the_engine_status_says_where_jobs_run(make_app, redis_db):
     assert report["queued"]["extraction"] == 2 and report["extractionOutbox"] == 2
     down = make_app(REDIS_URL="redis://127.0.0.1:1/0").extensions["omniroute"].engine_report()
     assert down["jobs"]["reason"].startswith("Redis unavailable, jobs run in-process")
+
+
+def test_a_job_whose_worker_was_killed_runs_again_on_the_other_worker_exactly_once(
+    make_app, redis_db, tmp_path
+):
+    """kill -9 leaves the job 'started' in RQ's records for good. The worker is listed as
+    gone within half a minute, and the next request for the job (the outbox sweep's, for an
+    extraction) queues it again: it runs to its end once, on the worker that is left."""
+    app = make_app(REDIS_URL=REDIS_TEST_URL)
+    jobs = app.extensions["omniroute"].jobs
+    folder = tmp_path / "job"
+    folder.mkdir()
+    logs = {name: (tmp_path / f"{name}.log").open("w+") for name in ("doomed", "survivor")}
+    doomed = subprocess.Popen(
+        [sys.executable, "-m", "flask", "--app", "app", "worker"],
+        cwd=ROOT,
+        env=environment(DATA_DIR=str(tmp_path / "doomed"), REDIS_URL=REDIS_TEST_URL),
+        stdout=logs["doomed"],
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its work horse and scheduler die with it
+    )
+    survivor = None
+    try:
+        run = "tests.job_functions.runs_until_released"
+        job_id = jobs.enqueue("default", run, str(folder), unique_id="lost-job")
+        jobs.wait(10)
+        assert eventually(
+            lambda: Job.fetch(job_id, connection=redis_db).get_status() == JobStatus.STARTED,
+            timeout=60,
+        ), log_text(logs["doomed"])
+        assert eventually(lambda: "started" in read(folder / "runs"), timeout=30)
+        horse = int(read(folder / "runs").split()[1])  # RQ's work horse: a session of its own
+        os.killpg(doomed.pid, signal.SIGKILL)
+        os.kill(horse, signal.SIGKILL)
+        doomed.wait(timeout=30)
+        survivor = start_worker(tmp_path / "survivor", logs["survivor"])
+
+        def states():
+            return {w["name"].split(".")[0]: w["state"] for w in jobs.status()["workers"]}
+
+        assert eventually(lambda: "gone" in states().values(), timeout=120), states()
+        status = jobs.status()
+        assert status["available"], "the survivor serves"
+        assert sorted(states().values()) in (["gone", "idle"], ["busy", "gone"])
+
+        (folder / "release").touch()
+        assert jobs.enqueue("default", run, str(folder), unique_id="lost-job") == "lost-job"
+        jobs.wait(10)
+        assert eventually(lambda: read(folder / "runs").count("done") == 1, timeout=60), log_text(
+            logs["survivor"]
+        )
+        assert eventually(
+            lambda: Job.fetch(job_id, connection=redis_db).get_status() == JobStatus.FINISHED,
+            timeout=30,
+        )
+        assert jobs.enqueue("default", run, str(folder), unique_id="lost-job") == "lost-job"
+        jobs.wait(10)
+        assert eventually(lambda: read(folder / "runs").count("done") == 2, timeout=60)
+        runs = read(folder / "runs")
+        assert (runs.count("started"), runs.count("done")) == (3, 2), (
+            "the killed run, then one each"
+        )
+    finally:
+        (folder / "release").touch()
+        for worker in (doomed, survivor):
+            if worker is not None and worker.poll() is None:
+                worker.terminate()
+                worker.wait(timeout=30)
+        for log in logs.values():
+            log.close()

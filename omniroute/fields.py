@@ -7,6 +7,7 @@ import math
 from datetime import UTC
 
 import marshmallow as ma
+from marshmallow.validate import Regexp
 
 
 class StrictBoolean(ma.fields.Boolean):
@@ -38,9 +39,8 @@ class Timestamp(ma.fields.AwareDateTime):
         super().__init__(format="iso", default_timezone=UTC, **kwargs)
 
 
-def not_blank(value: str) -> None:
-    if not value.strip():
-        raise ma.ValidationError("Must not be blank.")
+# A string with something besides white space; as a pattern, so the spec says it too.
+not_blank = Regexp(r"[\s\S]*\S", error="Must not be blank.")
 
 
 def plain_json(value: object) -> None:
@@ -51,8 +51,20 @@ def plain_json(value: object) -> None:
         raise ma.ValidationError("Must be plain JSON: NaN and Infinity are not allowed.") from None
 
 
-def no_control_characters(value: str) -> None:
-    """For text that goes into an outbound request's headers: a NUL or a line break there
-    fails at chat time (or splits the header), so it is refused when it is saved."""
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-        raise ma.ValidationError("Must not contain control characters (NUL, line breaks...).")
+# For text that goes into an outbound request's headers: a NUL or a line break there fails
+# at chat time (or splits the header), so it is refused when it is saved. A pattern, so that
+# the spec says it too.
+no_control_characters = Regexp(
+    r"^[^\x00-\x1f\x7f]*(?![\s\S])",
+    error="Must not contain control characters (NUL, line breaks...).",
+)
+
+
+class ChangeSchema(ma.Schema):
+    """A change (PUT): at least one field, or a 422 saying so (an empty body changes nothing
+    and is most likely a mistake)."""
+
+    @ma.validates_schema
+    def _not_empty(self, data, **kwargs) -> None:
+        if not data:
+            raise ma.ValidationError("Give at least one field to change.")

@@ -128,6 +128,8 @@ def _addresses(host: str, resolve: bool) -> list[Address]:
         return []
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except UnicodeError:  # the name cannot be spelled for DNS at all
+        raise BlockedURL(f"{host!r} is not a valid host name") from None
     except OSError as exc:
         raise BlockedURL(f"{host} does not resolve: {exc}") from None
     return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]

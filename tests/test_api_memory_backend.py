@@ -176,10 +176,25 @@ def test_the_spec_keeps_sibling_routes_out_of_memory_ids(app, client):
         rule.rule.removeprefix("/api/memory/")
         for rule in app.url_map.iter_rules()
         if rule.rule.startswith("/api/memory/") and "<" not in rule.rule
-        and rule.rule.count("/") == 3 and "GET" in rule.methods
+        and rule.rule.count("/") == 3
     }  # fmt: skip
     assert siblings == set(SIBLING_ROUTES)
     (parameter,) = client.get("/openapi.json").json["paths"]["/api/memory/{memory_id}"][
         "parameters"
     ]
     assert set(parameter["schema"]["not"]["enum"]) == siblings
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("PUT", "/api/memory/health", {"GET", "HEAD", "OPTIONS"}),
+     ("DELETE", "/api/memory/export", {"GET", "HEAD", "OPTIONS"}),
+     ("GET", "/api/memory/import", {"POST", "OPTIONS"}),
+     ("PUT", "/api/memory/retrieve-preview", {"POST", "OPTIONS"})],
+)  # fmt: skip
+def test_a_sibling_route_is_never_taken_for_a_memory_id(client, admin, method, path, allowed):
+    answer = client.open(path, method=method, headers=admin, json={"content": "x"})
+    assert answer.status_code == 405
+    assert set(answer.headers["Allow"].replace(" ", "").split(",")) == allowed
+    options = client.options(path, headers=admin)
+    assert set(options.headers["Allow"].replace(" ", "").split(",")) == allowed

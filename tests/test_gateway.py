@@ -96,6 +96,9 @@ def test_an_unknown_provider_is_a_400_naming_model(client):
         ({"model": "fake/m", "messages": ["hi"]}, "messages"),
         ({"messages": USER}, "model"),
         ({"model": 4, "messages": USER}, "model"),
+        ({"model": "fake/m", "messages": USER, "stream": "yes"}, "stream"),
+        ({"model": "fake/m", "messages": USER, "stream": -221}, "stream"),
+        ({"model": "fake/m", "messages": USER, "stream": 1}, "stream"),
         ([1, 2], "body"),
     ],
 )

@@ -104,3 +104,8 @@ def test_addresses_in_the_resolvers_other_spellings_are_checked_without_a_lookup
 def test_the_metadata_address_in_hex_is_refused():
     with pytest.raises(BlockedURL, match="metadata"):
         check_base_url("http://0xa9fea9fe/", allow_local=True, resolve=False)
+
+
+def test_a_host_name_dns_cannot_spell_is_refused_not_a_crash():
+    with pytest.raises(BlockedURL, match="not a valid host name"):
+        check_base_url("http://u\x92\u0100x:6333", allow_local=True)

@@ -114,3 +114,35 @@ def test_the_gateway_declares_what_it_reads_and_what_it_answers(
     assert "text/event-stream" in answer
     listed = spec["paths"]["/v1/models"]["get"]["responses"]["200"]["content"]
     assert listed["application/json"]["schema"] == {"$ref": "#/components/schemas/ModelList"}
+
+
+def test_the_gateway_key_is_a_declared_security_scheme(spec):
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["gatewayKey"] == {**schemes["gatewayKey"], "type": "http", "scheme": "bearer"}
+    used = {
+        name
+        for path in spec["paths"].values()
+        for operation in path.values()
+        if isinstance(operation, dict)
+        for requirement in operation.get("security", [])
+        for name in requirement
+    }
+    assert used <= set(schemes)
+
+
+def test_what_the_routes_refuse_the_spec_refuses_too(spec):
+    """Schemathesis's finds: a field the route refuses when blank or empty says so."""
+    schemas = spec["components"]["schemas"]
+    assert schemas["ChatRequest"]["properties"]["model"]["pattern"]
+    assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
+    assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"] == "https?://"
+    assert "pattern" in schemas["KeyCreate"]["properties"]["name"]
+
+
+def test_a_change_with_no_field_and_a_backfill_of_a_disabled_qdrant_are_refused(client, admin):
+    for path in ("/api/settings/gateway", "/api/settings/memory", "/api/settings/qdrant"):
+        answer = client.put(path, json={}, headers=admin)
+        assert answer.status_code == 422, path
+    answer = client.post("/api/settings/qdrant/backfill", headers=admin)
+    assert answer.status_code == 409 and "not enabled" in answer.json["error"]["message"]
+    assert client.post("/api/memory/summarize", headers=admin).status_code == 200

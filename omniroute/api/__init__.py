@@ -68,10 +68,22 @@ def init_app(app: Flask) -> OmniApi:
                 "needs `Authorization: Bearer <admin token>`."
             },
             "security": [{"adminToken": []}],
-            "components": {"securitySchemes": {"adminToken": {"type": "http", "scheme": "bearer"}}},
+            "components": {
+                "securitySchemes": {
+                    "adminToken": {"type": "http", "scheme": "bearer"},
+                    "gatewayKey": {
+                        "type": "http",
+                        "scheme": "bearer",
+                        "description": "A gateway API key (`sk-omr-...`), as the OpenAI SDK "
+                        "sends it; /v1 and /mcp take it.",
+                    },
+                }
+            },
         },
     )
+    app.url_map.converters["memory_id"] = memories.MemoryIdConverter
     api = OmniApi(app)
+    api.register_converter(memories.MemoryIdConverter, lambda converter: {"type": "string"})
     api.spec.plugins.extend([OperationIds(), ErrorResponses()])  # before any path is added
     register_error_responses(api.spec)
     app.before_request(_guard_api)

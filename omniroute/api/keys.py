@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
-from marshmallow.validate import And, Length, OneOf
+from marshmallow.validate import Length, OneOf
 
 from ..fields import not_blank
 from ..keys import SCOPES
@@ -49,7 +49,7 @@ def scopes_field(**options) -> ma.fields.List:
 
 
 class KeyCreateSchema(ma.Schema):
-    name = ma.fields.String(required=True, validate=And(Length(1, 100), not_blank))
+    name = ma.fields.String(required=True, validate=[Length(1, 100), not_blank])
     scopes = scopes_field(load_default=list(SCOPES))
 
 

@@ -7,12 +7,14 @@ failure is a 502 naming it). History and the pipeline check are the local store'
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from flask import jsonify
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
+from werkzeug.routing import BaseConverter
 
 from ..clock import to_iso
 from ..errors import error_payload
@@ -153,7 +155,20 @@ class MemoryHealth(MethodView):
 
 # The GET routes beside /api/memory/{memory_id}, which Flask matches first: a memory id
 # cannot be one of them there, and the spec says so (a test keeps this in step).
-SIBLING_ROUTES = ("backends", "embedding-providers", "engine-status", "export", "health")
+# Routes beside /api/memory/<memory_id> that a memory id must never be taken for: their
+# other methods are a 405 naming theirs, never a memory's GET, PUT or DELETE.
+SIBLING_ROUTES = (
+    "backends", "compact", "embedding-providers", "engine-status", "export", "health", "import",
+    "reindex", "retrieve-preview", "summarize",
+)  # fmt: skip
+
+
+class MemoryIdConverter(BaseConverter):
+    """A path segment that is not one of SIBLING_ROUTES."""
+
+    regex = "(?!(?:" + "|".join(re.escape(name) for name in SIBLING_ROUTES) + ")$)[^/]+"
+
+
 MEMORY_ID = [
     {
         "in": "path",
@@ -164,7 +179,7 @@ MEMORY_ID = [
 ]
 
 
-@blp.route("/<memory_id>", parameters=MEMORY_ID)
+@blp.route("/<memory_id:memory_id>", parameters=MEMORY_ID)
 class MemoryItem(MethodView):
     @blp.response(200, MemoryEnvelopeSchema)
     def get(self, memory_id):
@@ -218,7 +233,7 @@ class MemoryItem(MethodView):
         return {"success": True}
 
 
-@blp.route("/<memory_id>/history", parameters=MEMORY_ID)
+@blp.route("/<memory_id:memory_id>/history", parameters=MEMORY_ID)
 class MemoryHistory(MethodView):
     @blp.response(200, HistorySchema)
     def get(self, memory_id):

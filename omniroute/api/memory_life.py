@@ -29,7 +29,7 @@ blp = Blueprint("life", __name__, url_prefix="/api", description="Memory life cy
 
 @blp.route("/memory/summarize")
 class Summarize(MethodView):
-    @blp.arguments(SummarizeSchema)
+    @blp.arguments(SummarizeSchema, required=False)
     @blp.response(200, SummaryResultSchema)
     def post(self, body):
         """Fold memories older than some days into summaries

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow.validate import And, Length, OneOf
+from marshmallow.validate import Length, OneOf
 
 from ..clock import utc_now
-from ..fields import Timestamp, not_blank, plain_json
+from ..fields import ChangeSchema, Timestamp, not_blank, plain_json
 from ..memory.model import MEMORY_TYPES
 from ..memory.schemas import MemorySchema
 
@@ -21,11 +21,11 @@ def _in_future(value) -> None:
 
 
 def _content(**kwargs) -> ma.fields.String:
-    return ma.fields.String(validate=And(Length(1, MAX_CONTENT_CHARS), not_blank), **kwargs)
+    return ma.fields.String(validate=[Length(1, MAX_CONTENT_CHARS), not_blank], **kwargs)
 
 
 def _key(**kwargs) -> ma.fields.String:
-    return ma.fields.String(validate=And(Length(1, MAX_KEY_CHARS), not_blank), **kwargs)
+    return ma.fields.String(validate=[Length(1, MAX_KEY_CHARS), not_blank], **kwargs)
 
 
 def _type(**kwargs) -> ma.fields.String:
@@ -71,7 +71,7 @@ class MemoryCreateSchema(ma.Schema):
     expiresAt = Timestamp(allow_none=True, load_default=None, validate=_in_future)
 
 
-class MemoryUpdateSchema(ma.Schema):
+class MemoryUpdateSchema(ChangeSchema):
     content = _content()
     key = _key()
     type = _type()
@@ -82,11 +82,6 @@ class MemoryUpdateSchema(ma.Schema):
         metadata={"description": "Replaces the metadata."},
     )
     expiresAt = Timestamp(allow_none=True, validate=_in_future)
-
-    @ma.validates_schema
-    def _not_empty(self, data, **kwargs) -> None:
-        if not data:
-            raise ma.ValidationError("Give at least one field to change.")
 
 
 class MemoryEnvelopeSchema(ma.Schema):

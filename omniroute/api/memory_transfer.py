@@ -40,7 +40,7 @@ class ExportArgs(ListingQuery):
 
 class ImportSchema(ma.Schema):
     memories = ma.fields.List(
-        ma.fields.Raw(),
+        ma.fields.Raw(allow_none=True),  # each item is checked and reported on its own
         required=True,
         validate=Length(1, MAX_IMPORT_ITEMS),
         metadata={"description": "Memories as export writes them; unknown fields are ignored."},

@@ -6,13 +6,13 @@ from __future__ import annotations
 import marshmallow as ma
 from flask import current_app
 from flask.views import MethodView
-from flask_smorest import Blueprint
-from marshmallow.validate import And, Length, OneOf, Range, Regexp
+from flask_smorest import Blueprint, abort
+from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from jobs import request_qdrant_sync
 
 from ..errors import abort_invalid
-from ..fields import StrictBoolean, no_control_characters
+from ..fields import ChangeSchema, StrictBoolean, no_control_characters
 from ..memory.embedding.base import EmbeddingError
 from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
 from ..memory.qdrant.connection import QdrantUnavailable
@@ -41,23 +41,23 @@ class QdrantSettingsSchema(ma.Schema):
     apiKeyMasked = ma.fields.String(allow_none=True)
 
 
-class QdrantSettingsUpdateSchema(ma.Schema):
+class QdrantSettingsUpdateSchema(ChangeSchema):
     enabled = StrictBoolean(
         metadata={"description": "true needs a healthy Qdrant and a successful search first"}
     )
-    host = ma.fields.String(validate=And(Length(max=2048), no_control_characters))
+    host = ma.fields.String(validate=[Length(max=2048), no_control_characters])
     port = ma.fields.Integer(strict=True, validate=Range(1, 65535))
     collection = ma.fields.String(
         validate=Regexp(COLLECTION_PATTERN, error="Use 1 to 100 letters, digits, _ or -.")
     )
     embeddingModel = ma.fields.String(
         allow_none=True,
-        validate=And(Length(max=400), no_control_characters),
+        validate=[Length(max=400), no_control_characters],
         metadata={"description": "`provider/model`; null or empty: the memory's embedder"},
     )
     quantization = ma.fields.String(validate=OneOf(QUANTIZATIONS))
     apiKey = ma.fields.String(
-        validate=And(Length(max=4096), no_control_characters),
+        validate=[Length(max=4096), no_control_characters],
         metadata={"description": "empty removes the key"},
     )
 
@@ -275,7 +275,7 @@ class QdrantBackfill(MethodView):
         """Write every memory to Qdrant again, in the background; follow it in engine-status"""
         sync = services().qdrant.sync
         if not sync.settings.enabled():
-            abort_invalid("enabled", "Qdrant is not enabled.")
+            abort(409, message="Qdrant is not enabled: enable it first.")
         marked = sync.backfill()
         request_qdrant_sync(services().jobs, sync.settings)
         return {"started": True, "pending": marked}
@@ -283,7 +283,7 @@ class QdrantBackfill(MethodView):
 
 @blp.route("/verify")
 class QdrantVerify(MethodView):
-    @blp.arguments(QdrantVerifySchema)
+    @blp.arguments(QdrantVerifySchema, required=False)
     @blp.response(200, QdrantVerifyResultSchema)
     def post(self, body):
         """Count points per key against the store; with repair, fix the drift

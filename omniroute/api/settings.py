@@ -12,7 +12,7 @@ from marshmallow.validate import Length, OneOf
 
 from jobs import request_backfill
 
-from ..fields import StrictBoolean, StrictNumber, plain_json
+from ..fields import ChangeSchema, StrictBoolean, StrictNumber, plain_json
 from ..memory import settings as registry
 from ..memory.backends.known import BadBackendConfig
 from ..providers.schemas import guarded_url
@@ -56,7 +56,7 @@ MemorySettingsSchema = ma.Schema.from_dict(
     {setting.name: _served(setting) for setting in registry.SETTINGS},
     name="MemorySettingsSchema",
 )
-MemorySettingsUpdateSchema = ma.Schema.from_dict(
+MemorySettingsUpdateSchema = ChangeSchema.from_dict(
     {setting.name: _accepted(setting) for setting in registry.SETTINGS},
     name="MemorySettingsUpdateSchema",
 )
@@ -104,6 +104,10 @@ class GatewaySettingsSchema(ma.Schema):
     )
 
 
+class GatewaySettingsChangeSchema(GatewaySettingsSchema, ChangeSchema):
+    pass
+
+
 @blp.route("/gateway")
 class GatewaySettingsResource(MethodView):
     @blp.response(200, GatewaySettingsSchema)
@@ -111,7 +115,7 @@ class GatewaySettingsResource(MethodView):
         """Get the gateway settings"""
         return {"defaultProvider": services().providers.default_id()}
 
-    @blp.arguments(GatewaySettingsSchema)
+    @blp.arguments(GatewaySettingsChangeSchema)
     @blp.response(200, GatewaySettingsSchema)
     def put(self, body):
         """Change the gateway settings"""

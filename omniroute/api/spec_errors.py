@@ -23,7 +23,8 @@ ERRORS = {
     401: ("UNAUTHORIZED", "No credentials, or (on /v1) no valid gateway key."),
     403: ("FORBIDDEN", "Wrong admin token, or a session's change without its CSRF token."),
     404: ("NOT_FOUND", "No such item."),
-    409: ("CONFLICT", "Another memory of the key has this `key` (or the item exists)."),
+    409: ("CONFLICT", "Another memory of the key has this `key`, the item exists, or (a Qdrant "
+          "backfill) Qdrant is not enabled."),
     413: ("PAYLOAD_TOO_LARGE", "The body is larger than MAX_BODY_BYTES."),
     429: ("TOO_MANY_REQUESTS", "Too many wrong tokens from this address, or the provider's "
           "rate limit; see Retry-After."),
@@ -36,6 +37,7 @@ CONFLICTS = {
     ("post", "/api/memory"),
     ("put", "/api/memory/{memory_id}"),
     ("post", "/api/providers"),
+    ("post", "/api/settings/qdrant/backfill"),
 }
 # The operations served by the primary memory backend, which may be a remote service.
 BACKEND_SERVED = {

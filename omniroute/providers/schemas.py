@@ -10,10 +10,10 @@ from typing import Any
 
 import marshmallow as ma
 from flask import current_app
-from marshmallow.validate import And, Length, Range, Regexp
+from marshmallow.validate import Length, Range, Regexp
 
 from ..config import ConfigError
-from ..fields import StrictBoolean, no_control_characters
+from ..fields import ChangeSchema, StrictBoolean, no_control_characters
 from ..net import BlockedURL, check_base_url
 from .registry import ProviderStore
 
@@ -21,6 +21,9 @@ PROVIDER_ID = Regexp(
     r"^[a-z0-9][a-z0-9._-]{0,63}$",
     error="Use 1 to 64 lowercase letters, digits, '.', '_' or '-' (no '/').",
 )
+
+
+HTTP_URL = Regexp(r"https?://", error="Must be an http:// or https:// URL.")
 
 
 def guarded_url(value: str) -> None:
@@ -36,21 +39,21 @@ def guarded_url(value: str) -> None:
 
 
 class EmbeddingModelSchema(ma.Schema):
-    id = ma.fields.String(required=True, validate=And(Length(1, 200), no_control_characters))
+    id = ma.fields.String(required=True, validate=[Length(1, 200), no_control_characters])
     dimensions = ma.fields.Integer(required=True, strict=True, validate=Range(1, 65536))
 
 
 class ProviderFieldsSchema(ma.Schema):
     """The changeable fields; every one optional (PUT)."""
 
-    baseUrl = ma.fields.String(attribute="base_url", validate=guarded_url)
+    baseUrl = ma.fields.String(attribute="base_url", validate=[HTTP_URL, guarded_url])
     apiKey = ma.fields.String(
         attribute="api_key",
         allow_none=True,
         validate=no_control_characters,
         metadata={"description": 'Never returned. null or "" removes it.'},
     )
-    models = ma.fields.List(ma.fields.String(validate=And(Length(1, 200), no_control_characters)))
+    models = ma.fields.List(ma.fields.String(validate=[Length(1, 200), no_control_characters]))
     embeddingModels = ma.fields.List(
         ma.fields.Nested(EmbeddingModelSchema), attribute="embedding_models"
     )
@@ -68,18 +71,15 @@ class ProviderFieldsSchema(ma.Schema):
         return data
 
 
-class ProviderChangeSchema(ProviderFieldsSchema):
+class ProviderChangeSchema(ProviderFieldsSchema, ChangeSchema):
     """A PUT: at least one field."""
-
-    @ma.validates_schema
-    def _not_empty(self, data, **kwargs) -> None:
-        if not data:
-            raise ma.ValidationError("Give at least one field to change.")
 
 
 class ProviderCreateSchema(ProviderFieldsSchema):
     id = ma.fields.String(required=True, validate=PROVIDER_ID)
-    baseUrl = ma.fields.String(attribute="base_url", required=True, validate=guarded_url)
+    baseUrl = ma.fields.String(
+        attribute="base_url", required=True, validate=[HTTP_URL, guarded_url]
+    )
 
 
 def seed_providers(store: ProviderStore, entries: list[Any]) -> None:

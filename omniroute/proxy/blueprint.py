@@ -49,10 +49,13 @@ def bad_field(field: str, message: str):
 
 
 def body_with_model() -> dict:
-    """The request's JSON object, which must name a model (a 400 naming the field if not)."""
+    """The request's JSON object, which must name a model and may say `stream` as a boolean
+    (a 400 naming the field if not: a provider would read "yes" as true, and we as false)."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         bad_field("body", "The body must be a JSON object.")
     if not isinstance(body.get("model"), str) or not body["model"].strip():
         bad_field("model", "model is required: a string such as 'provider/model'.")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        bad_field("stream", "stream must be true or false.")
     return body

@@ -15,7 +15,7 @@ from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
 from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
 from .routes import model_entry
-from .schemas import ModelSchema
+from .schemas import EmbeddingRequestSchema, ModelSchema, request_body
 from .upstream import UpstreamFailure, fetch, prepare_upstream
 
 EMBEDDINGS_RESPONSE = {
@@ -28,7 +28,11 @@ EMBEDDINGS_RESPONSE = {
 
 @blp.route("/embeddings")
 class Embeddings(MethodView):
-    @blp.doc(security=GATEWAY_SECURITY, responses=EMBEDDINGS_RESPONSE)
+    @blp.doc(
+        security=GATEWAY_SECURITY,
+        responses=EMBEDDINGS_RESPONSE,
+        requestBody=request_body(EmbeddingRequestSchema),
+    )
     def post(self):
         """Create embeddings (OpenAI format) with a provider's model; no memory involved"""
         body = body_with_model()

@@ -9,6 +9,9 @@ byte for byte, so their schemas list what OpenAI's format promises, not what we 
 from __future__ import annotations
 
 import marshmallow as ma
+from marshmallow.validate import Length
+
+from ..fields import not_blank
 
 ANY_CONTENT = "A string, or a list of content parts such as {type: text, text}."
 SSE = {"text/event-stream": {"schema": {"type": "string"}}}
@@ -23,7 +26,9 @@ class OpenSchema(ma.Schema):
 
 class MessageSchema(OpenSchema):
     role = ma.fields.String(
-        required=True, metadata={"description": "system, developer, user, assistant or tool"}
+        required=True,
+        validate=not_blank,
+        metadata={"description": "system, developer, user, assistant or tool"},
     )
     content = ma.fields.Raw(allow_none=True, metadata={"description": ANY_CONTENT})
 
@@ -31,10 +36,15 @@ class MessageSchema(OpenSchema):
 class ChatRequestSchema(OpenSchema):
     model = ma.fields.String(
         required=True,
+        validate=not_blank,
         metadata={"description": "`provider/model`, or a bare model of the default provider"},
     )
-    messages = ma.fields.List(ma.fields.Nested(MessageSchema), required=True)
-    stream = ma.fields.Boolean(metadata={"description": "Answer as server-sent events."})
+    messages = ma.fields.List(
+        ma.fields.Nested(MessageSchema), required=True, validate=Length(min=1)
+    )
+    stream = ma.fields.Boolean(
+        allow_none=True, metadata={"description": "Answer as server-sent events (true or false)."}
+    )
     n = ma.fields.Integer(metadata={"description": "Choices to make; memory reads choice 0."})
 
 
@@ -60,15 +70,25 @@ class ChatCompletionSchema(OpenSchema):
 
 
 class ResponseRequestSchema(OpenSchema):
-    model = ma.fields.String(required=True, metadata={"description": "`provider/model`"})
+    model = ma.fields.String(
+        required=True, validate=not_blank, metadata={"description": "`provider/model`"}
+    )
     input = ma.fields.Raw(
         required=True,
-        metadata={"description": "A string, or a list of input items (messages and others)."},
+        metadata={
+            "description": "A string, or a list of input items (messages and others).",
+            "anyOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "minItems": 1, "items": {"type": "object"}},
+            ],
+        },
     )
     instructions = ma.fields.String(
         allow_none=True, metadata={"description": "Left as sent: memory goes into input."}
     )
-    stream = ma.fields.Boolean(metadata={"description": "Answer as server-sent events."})
+    stream = ma.fields.Boolean(
+        allow_none=True, metadata={"description": "Answer as server-sent events (true or false)."}
+    )
 
 
 class ResponseObjectSchema(OpenSchema):
@@ -96,6 +116,28 @@ class ModelSchema(ma.Schema):
 class ModelListSchema(ma.Schema):
     object = ma.fields.String()
     data = ma.fields.List(ma.fields.Nested(ModelSchema))
+
+
+class EmbeddingRequestSchema(OpenSchema):
+    model = ma.fields.String(
+        required=True, validate=not_blank, metadata={"description": "`provider/model`"}
+    )
+    input = ma.fields.Raw(
+        required=True,
+        metadata={
+            "description": "A string, or a list of strings (or of token arrays).",
+            "anyOf": [
+                {"type": "string", "minLength": 1},
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "array"}]
+                    },
+                },
+            ],
+        },
+    )
 
 
 def request_body(schema: type[ma.Schema]) -> dict:

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,6 +84,9 @@ def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
     engine = engine_ref()
     if engine is not None:
         engine.dispose(close=False)
+
+
+AFTER_COMMIT = "omniroute_after_commit"
 
 
 class Database:
@@ -189,8 +192,26 @@ class Database:
                         f"the database stayed locked by other writers for {wait:g} s"
                     ) from exc
                 time.sleep(random.uniform(*BACKOFF_SECONDS))
-        with connection, transaction:
-            yield connection
+        committed: list[Callable[[], None]] = []
+        with connection:
+            connection.info[AFTER_COMMIT] = committed
+            try:
+                with transaction:
+                    yield connection
+            finally:
+                connection.info.pop(AFTER_COMMIT, None)
+        for callback in committed:
+            callback()
+
+    @staticmethod
+    def after_commit(connection: Connection, callback: Callable[[], None]) -> None:
+        """Run `callback` once `connection`'s write transaction has committed (at once when
+        the connection is not one of `write()`'s): what others may read only then."""
+        pending = connection.info.get(AFTER_COMMIT)
+        if pending is None:
+            callback()
+        else:
+            pending.append(callback)
 
     @contextmanager
     def scratch(self) -> Iterator[Connection]:

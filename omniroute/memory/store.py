@@ -80,6 +80,7 @@ class MemoryStore:
         self._mirror = mirror
         self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
         self._cache_lock = threading.Lock()
+        self._cache_generation = 0  # bumped by every forget: a read older than it is not kept
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -97,10 +98,19 @@ class MemoryStore:
             with begin() as own:
                 yield own
 
-    def _forget(self, *memory_ids: str) -> None:
-        with self._cache_lock:
-            for memory_id in memory_ids:
-                self._cache.pop(memory_id, None)
+    def _forget(self, *memory_ids: str, conn: Connection | None = None) -> None:
+        """Drop memories from the get-cache now and, when `conn` is writing them, again
+        once it commits: a reader in between may have cached the row as it was."""
+
+        def drop() -> None:
+            with self._cache_lock:
+                self._cache_generation += 1
+                for memory_id in memory_ids:
+                    self._cache.pop(memory_id, None)
+
+        drop()
+        if conn is not None:
+            self.db.after_commit(conn, drop)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -239,12 +249,14 @@ class MemoryStore:
                 self.cache_hits += 1
                 return cached
             self.cache_misses += 1
+            generation = self._cache_generation
         with self.db.read() as conn:
             memory = self._row(conn, memories.c.id == memory_id)
         if memory is None or memory.is_expired(now):
             return None
         with self._cache_lock:
-            self._cache[memory_id] = memory
+            if generation == self._cache_generation:  # no write committed meanwhile
+                self._cache[memory_id] = memory
         return memory
 
     def get_by_key(self, api_key_id: str, key: str) -> Memory | None:
@@ -362,7 +374,7 @@ class MemoryStore:
             audit.record(conn, "update", existing, memory, now, reason)
         if any(getattr(memory, name) != getattr(existing, name) for name in MIRRORED_FIELDS):
             self._mirrored(conn, memory, "upsert")
-        self._forget(existing.id)
+        self._forget(existing.id, conn=conn)
         return memory
 
     def _mirrored(self, conn: Connection, memory: Memory, action: str) -> None:
@@ -396,4 +408,4 @@ class MemoryStore:
         audit.record_deletes(conn, doomed, now, reason)
         if self._mirror is not None:
             self._mirror.mark(conn, [(m.id, m.api_key_id) for m in doomed], "delete")
-        self._forget(*ids)
+        self._forget(*ids, conn=conn)

@@ -88,7 +88,7 @@ def test_preview_with_keywords_only_and_no_access_counted(client, owner, svc):
         ({"apiKeyId": None}, "apiKeyId"),
         ({"strategy": "magic"}, "strategy"),
         ({"maxTokens": 0}, "maxTokens"),
-        ({"maxTokens": 8001}, "maxTokens"),  # the one bound: what a request can spend
+        ({"maxTokens": "8001"}, "maxTokens"),  # a number, not a string (8001 is clamped)
         ({"limit": 101}, "limit"),
         ({"extra": 1}, "extra"),
     ],

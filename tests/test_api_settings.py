@@ -47,7 +47,7 @@ NORMALISATION = [
     ("maxTokens", 1500, 1500),
     ("maxTokens", 1500.5, 1501),
     ("maxTokens", 1500.4, 1500),
-    ("maxTokens", 20000, 8000),
+    ("maxTokens", 20000, 16000),
     ("maxTokens", -3, 0),
     ("maxTokens", "1500", 2000),
     ("maxTokens", True, 2000),
@@ -112,17 +112,30 @@ def test_put_writes_only_the_given_fields(client, admin, svc):
         "/api/settings/memory", json={"enabled": True, "maxTokens": 99999}, headers=admin
     )
     assert response.status_code == 200
-    assert response.json == {**DEFAULTS, "enabled": True, "maxTokens": 8000}
-    assert svc.settings.all() == {"memoryEnabled": True, "memoryMaxTokens": 8000}
+    assert response.json == {**DEFAULTS, "enabled": True, "maxTokens": 16000}
+    assert svc.settings.all() == {"memoryEnabled": True, "memoryMaxTokens": 16000}
     client.put("/api/settings/memory", json={"strategy": "recent"}, headers=admin)
     after = client.get("/api/settings/memory", headers=admin).json
-    assert (after["enabled"], after["maxTokens"], after["strategy"]) == (True, 8000, "recent")
+    assert (after["enabled"], after["maxTokens"], after["strategy"]) == (True, 16000, "recent")
 
 
-def test_the_budget_setting_stops_where_retrieval_does():
-    # One bound: a budget the settings accept is one that retrieval spends in full.
+def test_the_budget_setting_keeps_the_specifications_range_and_a_request_clamps_to_8000(
+    client, admin, svc
+):
     assert MAX_BUDGET_TOKENS == 8000
-    assert normalise({"memoryMaxTokens": 10**6})["maxTokens"] == MAX_BUDGET_TOKENS
+    assert normalise({"memoryMaxTokens": 10**6})["maxTokens"] == 16000
+    key, _ = svc.keys.create("budget")
+    for n in range(12):
+        svc.memories.create(api_key_id=key.id, key=f"note:{n}", content="porto " * 3000)
+    preview = client.post(
+        "/api/memory/retrieve-preview",
+        json={"apiKeyId": key.id, "query": "porto", "maxTokens": 16000},
+        headers=admin,
+    )
+    assert preview.status_code == 200, preview.json
+    assert preview.json["budgetMaxTokens"] == 8000
+    injected = [item for item in preview.json["memories"] if item["injected"]]
+    assert sum(item["tokens"] for item in injected) <= 8000
 
 
 def test_skills_enabled_is_not_a_setting_here(client, admin, svc):

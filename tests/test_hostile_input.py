@@ -211,7 +211,7 @@ def test_a_huge_whole_number_setting_is_clamped_not_a_500(world):
     raw = f'{{"maxTokens": 1{zeros}, "retentionDays": -1{zeros}}}'
     response = send(world, "PUT", "/api/settings/memory", raw)
     assert response.status_code == 200, response.json
-    assert (response.json["maxTokens"], response.json["retentionDays"]) == (8000, 1)
+    assert (response.json["maxTokens"], response.json["retentionDays"]) == (16000, 1)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,10 @@ class PreviewSchema(ma.Schema):
     apiKeyId = ma.fields.String(required=True, validate=Length(min=1))
     strategy = ma.fields.String(load_default="hybrid", validate=OneOf(STRATEGIES))
     maxTokens = ma.fields.Integer(
-        load_default=2000, strict=True, validate=Range(1, MAX_BUDGET_TOKENS)
+        load_default=2000,
+        strict=True,
+        validate=Range(min=1),
+        metadata={"description": f"Clamped to {MAX_BUDGET_TOKENS}, as a chat's budget is."},
     )
     limit = ma.fields.Integer(load_default=20, strict=True, validate=Range(1, 100))
     sessionId = ma.fields.String()

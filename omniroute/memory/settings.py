@@ -97,8 +97,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("enabled", "memoryEnabled", False, BOOLEAN,
             "Retrieve, inject and extract memories in gateway requests."),
     Setting("maxTokens", "memoryMaxTokens", 2000, INTEGER,
-            "The injection budget of one request, in tokens (0 injects nothing).",
-            low=0, high=8000),
+            "The injection budget of one request, in tokens (0 injects nothing); a request "
+            "injects at most 8000 whatever it says, as the reference does.",
+            low=0, high=16000),
     Setting("retentionDays", "memoryRetentionDays", 30, INTEGER,
             "Memories older than this many days are not injected.", low=1, high=365),
     Setting("retentionSweep", "memoryRetentionSweep", False, BOOLEAN,
@@ -158,7 +159,9 @@ SETTINGS: tuple[Setting, ...] = (
 )  # fmt: skip
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 # The largest budget a request may spend on memories: the maxTokens setting's upper bound.
-MAX_BUDGET_TOKENS: int = BY_NAME["maxTokens"].high  # type: ignore[assignment]
+# What one request injects at most, whatever the setting says (the setting may be up to
+# 16000, as the specification's range; the reference clamps each request to 8000).
+MAX_BUDGET_TOKENS = 8000
 
 
 def normalise(stored: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,13 +17,16 @@ from ..memory.preview import preview_retrieval
 from ..memory.qdrant.config import QUANTIZATIONS
 from ..memory.qdrant.connection import QdrantUnavailable
 from ..memory.retrieval import STRATEGIES
-from ..memory.settings import MAX_BUDGET_TOKENS
+from ..memory.settings import BY_NAME, MAX_BUDGET_TOKENS
 from ..sealed import masked
 from ..services import Services
 
 PAGE_SIZE = 20
 PREVIEW_LIMIT = 20
 _LISTING = ListingQuery(only=("q", "type", "apiKeyId", "page"), unknown=ma.EXCLUDE)
+
+
+BUDGET_SETTING = BY_NAME["maxTokens"]
 
 
 def _whole_number(raw: str | None, default: int, low: int, high: int) -> int | None:
@@ -116,9 +119,9 @@ def playground_tab(
     errors = {}
     if form["strategy"] not in STRATEGIES:
         errors["strategy"] = "Choose one of the strategies listed."
-    budget = _whole_number(form["maxTokens"], 2000, 1, MAX_BUDGET_TOKENS)
+    budget = _whole_number(form["maxTokens"], 2000, 1, BUDGET_SETTING.high)
     if budget is None:
-        errors["maxTokens"] = f"Give a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}."
+        errors["maxTokens"] = f"Give a whole number of tokens from 1 to {BUDGET_SETTING.high}."
     if form["apiKeyId"] not in {key.id for key in keys}:
         errors["apiKeyId"] = "Choose an API key."
     preview = None

@@ -113,8 +113,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "OMNIROUTE_PROVIDERS",
         None,
-        "JSON list of upstream providers to create or update at start, each "
-        '`{"id", "baseUrl", "apiKey", "models", "embeddingModels", "supportsSystemRole"}`.',
+        "JSON list of upstream providers to create or update at start, each an object: "
+        '`{"id": "openai", "baseUrl": "https://api.openai.com/v1", "apiKey": "sk-...", '
+        '"models": ["gpt-4o"], "embeddingModels": [{"id": "text-embedding-3-small", '
+        '"dimensions": 1536}], "supportsSystemRole": true}` (`id` and `baseUrl` required).',
         values.json_list,
     ),
     Setting(

@@ -88,6 +88,11 @@ def field_details(messages: Mapping[str, Any]) -> list[dict[str, str]]:
     return details
 
 
+def flat_messages(messages: Any) -> list[dict[str, str]]:
+    """marshmallow's nested messages as `{field: "a.0.b", message}` items."""
+    return list(_flatten(messages, ()))
+
+
 def _flatten(messages: Any, path: tuple[str, ...]) -> Iterator[dict[str, str]]:
     if isinstance(messages, Mapping):
         for name, nested in messages.items():

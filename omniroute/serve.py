@@ -10,6 +10,8 @@ check: a /v1 or /api request's token is checked once, by Flask.
 
 from __future__ import annotations
 
+import sys
+
 import anyio
 import uvicorn
 from a2wsgi import WSGIMiddleware
@@ -17,6 +19,7 @@ from flask import Flask
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .config import ConfigError
 from .factory import create_app
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
@@ -156,7 +159,10 @@ def proxy_options(config) -> dict:
 
 
 def main() -> None:
-    app = create_app()
+    try:
+        app = create_app()
+    except ConfigError as exc:  # one line naming the setting, no traceback
+        sys.exit(f"omniroute: configuration error: {exc}")
     server = GatewayServer(
         app,
         host=app.config["HOST"],

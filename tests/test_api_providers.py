@@ -167,3 +167,35 @@ def test_the_default_provider_must_exist(client, admin):
     assert response.json == {"defaultProvider": "openai"}
     cleared = client.put("/api/settings/gateway", json={"defaultProvider": None}, headers=admin)
     assert cleared.json == {"defaultProvider": None}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "named"),
+    [
+        ("OMNIROUTE_PROVIDERS",
+         '[{"id": "x", "baseUrl": "http://127.0.0.1:9/v1", "embeddingModels": ["e-3"]}]',
+         "OMNIROUTE_PROVIDERS[0] is invalid (embeddingModels.0"),
+        ("MAX_OPEN_STREAMS", "many", "MAX_OPEN_STREAMS='many' is invalid"),
+    ],
+)  # fmt: skip
+def test_a_bad_setting_stops_the_release_with_one_line_naming_it(tmp_path, name, value, named):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.helpers import environment
+
+    done = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment(DATA_DIR=str(tmp_path), **{name: value}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]  # after the log lines of the start
+    assert last.startswith("omniroute: configuration error: ") and named in last
+    if name == "OMNIROUTE_PROVIDERS":
+        assert '[{"id": "text-embedding-3-small", "dimensions": 1536}]' in last

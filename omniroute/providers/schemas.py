@@ -13,6 +13,7 @@ from flask import current_app
 from marshmallow.validate import Length, Range, Regexp
 
 from ..config import ConfigError
+from ..errors import flat_messages
 from ..fields import ChangeSchema, StrictBoolean, no_control_characters
 from ..net import BlockedURL, check_base_url
 from .registry import ProviderStore
@@ -82,12 +83,26 @@ class ProviderCreateSchema(ProviderFieldsSchema):
     )
 
 
+PROVIDER_SHAPE = (
+    '{"id": "openai", "baseUrl": "https://api.openai.com/v1", "apiKey": "sk-...", '
+    '"models": ["gpt-4o"], "embeddingModels": [{"id": "text-embedding-3-small", '
+    '"dimensions": 1536}], "supportsSystemRole": true}'
+)
+
+
 def seed_providers(store: ProviderStore, entries: list[Any]) -> None:
-    """Create or update the providers of OMNIROUTE_PROVIDERS (in the app's context)."""
+    """Create or update the providers of OMNIROUTE_PROVIDERS (in the app's context); a bad
+    entry is a ConfigError naming it, its field and the shape wanted, in one line."""
     schema = ProviderCreateSchema()
     for number, entry in enumerate(entries):
         try:
             fields = schema.load(entry)
         except ma.ValidationError as exc:
-            raise ConfigError(f"OMNIROUTE_PROVIDERS[{number}] is invalid: {exc.messages}") from None
+            problems = "; ".join(
+                f"{detail['field']}: {detail['message']}" for detail in flat_messages(exc.messages)
+            )
+            raise ConfigError(
+                f"OMNIROUTE_PROVIDERS[{number}] is invalid ({problems}); each item is an "
+                f"object such as {PROVIDER_SHAPE}"
+            ) from None
         store.save(fields.pop("id"), fields)

@@ -28,6 +28,21 @@ def upgrade_command() -> None:
     with database.read() as connection:
         revision = migrate.current_revision(connection)
     click.echo(f"database {database.url} is at revision {revision}")
+    vectors = database.check_vectors()
+    if not vectors.available:
+        click.secho(
+            f"WARNING: no vector search: {vectors.label}. Retrieval by meaning is off and "
+            "every search is by keyword alone until it is there; "
+            + (
+                "install pgvector on the server and run the release again "
+                "(docs/deployment.md, One machine, or many)."
+                if database.dialect == "postgresql"
+                else "this Python's SQLite cannot load sqlite-vec (docs/deployment.md)."
+            ),
+            err=True,
+            fg="red",
+            bold=True,
+        )
 
 
 @click.command("worker")

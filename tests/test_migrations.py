@@ -238,3 +238,32 @@ def test_three_release_processes_migrating_one_postgresql_at_once_all_succeed(
     assert not vectors.available
     assert vectors.error == "this PostgreSQL server has no pgvector extension"
     database.dispose()
+
+
+def test_a_release_on_postgresql_without_pgvector_says_so_loudly(system_postgres, tmp_path):
+    """The machine's PostgreSQL 15 has no pgvector: the release succeeds (keyword search
+    serves) but ends with a warning naming why, and /readyz reports it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from omniroute.factory import create_app
+    from tests.helpers import environment
+
+    done = subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment(DATA_DIR=str(tmp_path), DATABASE_URL=system_postgres.url),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: no vector search: pgvector unavailable" in done.stderr
+    assert "install pgvector" in done.stderr
+    app = create_app({"DATA_DIR": str(tmp_path), "DATABASE_URL": system_postgres.url})
+    try:
+        ready = app.test_client().get("/readyz").json
+        assert ready["checks"]["vectors"].startswith("pgvector unavailable")
+    finally:
+        app.extensions["omniroute"].close()

@@ -42,6 +42,7 @@ bench: install
 	$(BIN)/python bench/proxy_overhead.py --corpus locomo --no-memory
 	$(BIN)/python bench/token_count.py
 	$(BIN)/python bench/concurrency.py --clients 100 500 1000 2000 --baseline 13c81e4
+	$(BIN)/python bench/footprint.py --slim
 
 lint: install
 	$(BIN)/ruff check .

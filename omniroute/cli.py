@@ -134,8 +134,9 @@ def scrub_command(full: bool) -> None:
 def build_static_command() -> None:
     """Distill the default static model into DATA_DIR/embeddings and keep it in the database.
 
-    Under a minute on 2 cores (`python bench/footprint.py` measures it). Every process of this database then restores it instead of building one,
-    the slim install (which cannot build) included.
+    Under a minute on 2 cores (`python bench/footprint.py` measures it). Every process of
+    this database then restores it instead of building one, the slim install (which cannot
+    build) included.
     """
     path = build_default_static(current_app.config["DATA_DIR"])
     services().shared_models.publish(path)

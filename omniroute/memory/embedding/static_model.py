@@ -40,8 +40,8 @@ def default_static_path(data_dir: str) -> Path:
 def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) -> Path:
     """Distill the packaged all-MiniLM-L6-v2 into a static model under DATA_DIR/embeddings.
 
-    Under a minute on two cores (bench/footprint.py). Written to a temporary folder and renamed into place, so a
-    half-built model is never loaded.
+    Under a minute on two cores (bench/footprint.py). Written to a temporary folder and
+    renamed into place, so a half-built model is never loaded.
     """
     from model2vec.distill import distill
 

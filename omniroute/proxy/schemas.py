@@ -69,20 +69,29 @@ class ChatCompletionSchema(OpenSchema):
     usage = ma.fields.Nested(UsageSchema)
 
 
-class ResponseRequestSchema(OpenSchema):
-    model = ma.fields.String(
+def _model() -> ma.fields.String:
+    return ma.fields.String(
         required=True, validate=not_blank, metadata={"description": "`provider/model`"}
     )
-    input = ma.fields.Raw(
+
+
+def _input(description: str, items: dict) -> ma.fields.Raw:
+    """A required `input`: a non-empty string, or a non-empty list of `items`."""
+    return ma.fields.Raw(
         required=True,
         metadata={
-            "description": "A string, or a list of input items (messages and others).",
+            "description": description,
             "anyOf": [
                 {"type": "string", "minLength": 1},
-                {"type": "array", "minItems": 1, "items": {"type": "object"}},
+                {"type": "array", "minItems": 1, "items": items},
             ],
         },
     )
+
+
+class ResponseRequestSchema(OpenSchema):
+    model = _model()
+    input = _input("A string, or a list of input items (messages and others).", {"type": "object"})
     instructions = ma.fields.String(
         allow_none=True, metadata={"description": "Left as sent: memory goes into input."}
     )
@@ -119,24 +128,10 @@ class ModelListSchema(ma.Schema):
 
 
 class EmbeddingRequestSchema(OpenSchema):
-    model = ma.fields.String(
-        required=True, validate=not_blank, metadata={"description": "`provider/model`"}
-    )
-    input = ma.fields.Raw(
-        required=True,
-        metadata={
-            "description": "A string, or a list of strings (or of token arrays).",
-            "anyOf": [
-                {"type": "string", "minLength": 1},
-                {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "array"}]
-                    },
-                },
-            ],
-        },
+    model = _model()
+    input = _input(
+        "A string, or a list of strings (or of token arrays).",
+        {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "array"}]},
     )
 
 

@@ -137,6 +137,8 @@ def test_what_the_routes_refuse_the_spec_refuses_too(spec):
     assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
     assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"] == "https?://"
     assert "pattern" in schemas["KeyCreate"]["properties"]["name"]
+    for change in ("MemoryUpdate", "ProviderChange", "MemorySettingsUpdate", "QdrantSettingsUpdate"):
+        assert schemas[change]["minProperties"] == 1, change
 
 
 def test_a_change_with_no_field_and_a_backfill_of_a_disabled_qdrant_are_refused(client, admin):

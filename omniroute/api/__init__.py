@@ -21,7 +21,7 @@ from . import (
     settings,
 )
 from .operation_ids import OperationIds
-from .spec_errors import ErrorResponses, register_error_responses
+from .spec_errors import ChangesNeedAField, ErrorResponses, register_error_responses
 
 DOCS_ASSETS_URL = "/docs/assets/"
 
@@ -84,7 +84,8 @@ def init_app(app: Flask) -> OmniApi:
     app.url_map.converters["memory_id"] = memories.MemoryIdConverter
     api = OmniApi(app)
     api.register_converter(memories.MemoryIdConverter, lambda converter: {"type": "string"})
-    api.spec.plugins.extend([OperationIds(), ErrorResponses()])  # before any path is added
+    # before any path or schema is added
+    api.spec.plugins.extend([OperationIds(), ErrorResponses(), ChangesNeedAField()])
     register_error_responses(api.spec)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())

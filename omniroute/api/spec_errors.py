@@ -18,6 +18,8 @@ from typing import Any
 
 from apispec import APISpec, BasePlugin
 
+from ..fields import ChangeSchema
+
 ERRORS = {
     400: ("BAD_REQUEST", "The body is not JSON, or (on /v1) a field is wrong; `details` name it."),
     401: ("UNAUTHORIZED", "No credentials, or (on /v1) no valid gateway key."),
@@ -95,3 +97,14 @@ class ErrorResponses(BasePlugin):
                 responses.setdefault(
                     str(code), {"$ref": f"#/components/responses/{ERRORS[code][0]}"}
                 )
+
+
+class ChangesNeedAField(BasePlugin):
+    """A change schema (fields.ChangeSchema) refuses an empty object: the spec says so too."""
+
+    def schema_helper(self, name: str, definition: dict, **kwargs: Any) -> dict | None:
+        schema = kwargs.get("schema")
+        schema_class = schema if isinstance(schema, type) else type(schema)
+        if isinstance(schema_class, type) and issubclass(schema_class, ChangeSchema):
+            return {"minProperties": 1}
+        return None

@@ -137,7 +137,8 @@ def test_what_the_routes_refuse_the_spec_refuses_too(spec):
     assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
     assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"] == "https?://"
     assert "pattern" in schemas["KeyCreate"]["properties"]["name"]
-    for change in ("MemoryUpdate", "ProviderChange", "MemorySettingsUpdate", "QdrantSettingsUpdate"):
+    changes = ("MemoryUpdate", "ProviderChange", "MemorySettingsUpdate", "QdrantSettingsUpdate")
+    for change in changes:
         assert schemas[change]["minProperties"] == 1, change
 
 

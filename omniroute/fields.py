@@ -58,6 +58,12 @@ no_control_characters = Regexp(
     r"^[^\x00-\x1f\x7f]*(?![\s\S])",
     error="Must not contain control characters (NUL, line breaks...).",
 )
+# A secret sent as an HTTP header (`Authorization: Bearer ...`): printable ASCII alone, which
+# is what a header can carry; anything else would fail only when the key is used.
+header_value = Regexp(
+    r"^[\x20-\x7e]*(?![\s\S])",
+    error="Must be printable ASCII (letters, digits, punctuation): it is sent in a header.",
+)
 
 
 class ChangeSchema(ma.Schema):

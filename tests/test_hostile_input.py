@@ -254,3 +254,20 @@ def test_a_chat_may_carry_nul_to_the_provider_and_its_fact_is_kept_without_it(wo
     drained(world["svc"])
     found = world["svc"].memories.find(MemoryFilter(api_key_id=world["key"], type=None))
     assert "I prefer Rust" in [memory.content for memory in found]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/settings/qdrant", {"apiKey": "qk-\u00fc\u00dc"}, "apiKey"),
+        ("/api/providers/fake", {"apiKey": "sk-\u2603"}, "apiKey"),
+        ("/api/settings/memory",
+         {"backendConfigs": {"b": {"baseUrl": "http://127.0.0.1:9", "apiKey": "k\u00e9"}}},
+         "backendConfigs.b.apiKey"),
+    ],
+)  # fmt: skip
+def test_a_key_a_header_cannot_carry_is_refused_when_saved(world, path, body, field):
+    """Schemathesis found a Qdrant key with non-ASCII letters answered 500 at its probe."""
+    response = send(world, "PUT", path, json.dumps(body))
+    assert response.status_code == 422, response.json
+    assert response.json["error"]["details"][0]["field"] == field

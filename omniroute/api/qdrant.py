@@ -12,7 +12,7 @@ from marshmallow.validate import Length, OneOf, Range, Regexp
 from jobs import request_qdrant_sync
 
 from ..errors import abort_invalid
-from ..fields import ChangeSchema, StrictBoolean, no_control_characters
+from ..fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
 from ..memory.embedding.base import EmbeddingError
 from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
 from ..memory.qdrant.connection import QdrantUnavailable
@@ -57,7 +57,7 @@ class QdrantSettingsUpdateSchema(ChangeSchema):
     )
     quantization = ma.fields.String(validate=OneOf(QUANTIZATIONS))
     apiKey = ma.fields.String(
-        validate=[Length(max=4096), no_control_characters],
+        validate=[Length(max=4096), header_value],
         metadata={"description": "empty removes the key"},
     )
 

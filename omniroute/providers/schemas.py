@@ -14,7 +14,7 @@ from marshmallow.validate import Length, Range, Regexp
 
 from ..config import ConfigError
 from ..errors import flat_messages
-from ..fields import ChangeSchema, StrictBoolean, no_control_characters
+from ..fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
 from ..net import BlockedURL, check_base_url
 from .registry import ProviderStore
 
@@ -51,7 +51,7 @@ class ProviderFieldsSchema(ma.Schema):
     apiKey = ma.fields.String(
         attribute="api_key",
         allow_none=True,
-        validate=no_control_characters,
+        validate=header_value,
         metadata={"description": 'Never returned. null or "" removes it.'},
     )
     models = ma.fields.List(ma.fields.String(validate=[Length(1, 200), no_control_characters]))

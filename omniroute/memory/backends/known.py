@@ -100,6 +100,9 @@ def check_config(raw: Mapping[str, Any], *, allow_local: bool) -> None:
         generic_config(raw)
     else:
         _check_known(kind, raw)
+    key = raw.get("apiKey")
+    if isinstance(key, str) and key and not (key.isascii() and key.isprintable()):
+        raise BadBackendConfig("apiKey", "must be printable ASCII: it is sent in a header")
     if isinstance(raw.get("baseUrl"), str) and raw["baseUrl"].strip():
         try:
             check_base_url(raw["baseUrl"], allow_local=allow_local, resolve=False)

@@ -135,7 +135,7 @@ def test_what_the_routes_refuse_the_spec_refuses_too(spec):
     schemas = spec["components"]["schemas"]
     assert schemas["ChatRequest"]["properties"]["model"]["pattern"]
     assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
-    assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"] == "https?://"
+    assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"].startswith("https?://")
     assert "pattern" in schemas["KeyCreate"]["properties"]["name"]
     changes = ("MemoryUpdate", "ProviderChange", "MemorySettingsUpdate", "QdrantSettingsUpdate")
     for change in changes:

@@ -24,7 +24,7 @@ PROVIDER_ID = Regexp(
 )
 
 
-HTTP_URL = Regexp(r"https?://", error="Must be an http:// or https:// URL.")
+HTTP_URL = Regexp(r"https?://[^/?#\s]", error="Must be an http:// or https:// URL with a host.")
 
 
 def guarded_url(value: str) -> None:

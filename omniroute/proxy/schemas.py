@@ -131,7 +131,13 @@ class EmbeddingRequestSchema(OpenSchema):
     model = _model()
     input = _input(
         "A string, or a list of strings (or of token arrays).",
-        {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "array"}]},
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "integer"},
+                {"type": "array", "items": {"type": "integer"}},
+            ]
+        },
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import re
 import time
 
 from flask import Flask, Response, current_app, g, request
@@ -22,6 +23,8 @@ from .metrics import EMBEDDING_CACHE, HTTP_LATENCY, HTTP_REQUESTS, QUEUE_DEPTH, 
 from .services import services
 
 blp = Blueprint("observe", __name__, description="Metrics")
+# `<converter:name>` in a rule: logs and metrics show `<name>`.
+CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 METRICS_RESPONSE = {
     "200": {
         "description": "Prometheus text exposition format 0.0.4.",
@@ -41,11 +44,17 @@ def _started() -> None:
     g.request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
 
 
+def _route_name(rule: str) -> str:
+    """A rule as logs and metrics name it: its variables without their converters
+    (`/api/memory/<memory_id:memory_id>` is `/api/memory/<memory_id>`)."""
+    return CONVERTER.sub(r"<\1>", rule)
+
+
 def _counted(response: Response) -> Response:
     """Count, time and log the request (a stream: until its headers go out); a chat handed
     to the front is counted and logged by it, once its answer's status is known."""
     # The rule, not the path: /api/memory/<memory_id> is one series, and unknown paths one.
-    route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    route = _route_name(request.url_rule.rule) if request.url_rule is not None else "unmatched"
     started = g.get("started")
     if started is not None:
         response.headers[REQUEST_ID_HEADER] = g.request_id

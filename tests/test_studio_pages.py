@@ -7,7 +7,7 @@ import pytest
 
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.retrieval import CHAT_STRATEGIES, STRATEGIES
-from omniroute.memory.settings import MAX_BUDGET_TOKENS
+from omniroute.memory.settings import BY_NAME
 from tests.html_checks import duplicate_ids, unlabelled_fields
 
 pytestmark = pytest.mark.both_stores
@@ -189,12 +189,11 @@ class TestPlaygroundTab:
         self, populated, studio
     ):
         page = studio.get("/dashboard/memory?tab=playground").text
-        assert re.search(rf'id="pg-budget"[^>]*max="{MAX_BUDGET_TOKENS}"', page, re.S)
+        high = BY_NAME["maxTokens"].high  # the setting's bound; a preview clamps to 8000
+        assert re.search(rf'id="pg-budget"[^>]*max="{high}"', page, re.S)
         assert options_of(page, "pg-strategy") == list(STRATEGIES)
-        over = studio.get(
-            f"/dashboard/memory?tab=playground&query=Go&maxTokens={MAX_BUDGET_TOKENS + 1}"
-        ).text
-        assert f"from 1 to {MAX_BUDGET_TOKENS}" in over
+        over = studio.get(f"/dashboard/memory?tab=playground&query=Go&maxTokens={high + 1}").text
+        assert f"from 1 to {high}" in over
 
     def test_an_unknown_strategy_is_refused(self, populated, studio):
         page = studio.get("/dashboard/memory?tab=playground&query=Go&strategy=magic").text
@@ -222,8 +221,9 @@ class TestEngineTab:
         self, populated, studio
     ):
         page = studio.get("/dashboard/memory?tab=engine").text
-        assert re.search(rf'id="ret-budget"[^>]*min="0" max="{MAX_BUDGET_TOKENS}"', page, re.S)
-        assert f"Token budget per request (0–{MAX_BUDGET_TOKENS})" in page
+        high = BY_NAME["maxTokens"].high
+        assert re.search(rf'id="ret-budget"[^>]*min="0" max="{high}"', page, re.S)
+        assert f"Token budget per request (0–{high}; a request injects at most 8000)" in page
         assert re.search(r'id="ret-retention"[^>]*min="1" max="365"', page, re.S)
         assert options_of(page, "ret-strategy") == list(CHAT_STRATEGIES)
 

@@ -17,7 +17,7 @@ from ..memory.preview import preview_retrieval
 from ..memory.qdrant.config import QUANTIZATIONS
 from ..memory.qdrant.connection import QdrantUnavailable
 from ..memory.retrieval import STRATEGIES
-from ..memory.settings import BY_NAME, MAX_BUDGET_TOKENS
+from ..memory.settings import BY_NAME
 from ..sealed import masked
 from ..services import Services
 
@@ -140,7 +140,7 @@ def playground_tab(
         "errors": errors,
         "preview": preview,
         "strategies": STRATEGIES,
-        "budget_clamp": MAX_BUDGET_TOKENS,
+        "budget_high": BUDGET_SETTING.high,
     }
 
 

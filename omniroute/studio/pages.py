@@ -49,6 +49,7 @@ def memory():
         key_names={key.id: key.name for key in all_keys},
         memory_types=MEMORY_TYPES,
         setting_fields=registry.BY_NAME,
+        budget_clamp=registry.MAX_BUDGET_TOKENS,
         **details,
     )
 

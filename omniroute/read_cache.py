@@ -24,15 +24,19 @@ class ReadCache(Generic[V]):
     def __init__(self, maxsize: int, ttl: float = TTL_SECONDS) -> None:
         self._cache: TTLCache[Hashable, V] = TTLCache(maxsize, ttl)
         self._lock = threading.Lock()
-        self._generation = 0  # bumped by every clear
+        self._generation = 0  # bumped by every clear and forget
+        self.hits = 0
+        self.misses = 0
 
     def get(self, key: Hashable, load: Callable[[], V | None]) -> V | None:
         """The cached value of `key`, else `load()`'s (kept unless it is None)."""
         with self._lock:
             cached = self._cache.get(key)
             generation = self._generation
-        if cached is not None:
-            return cached
+            if cached is not None:
+                self.hits += 1
+                return cached
+            self.misses += 1
         value = load()
         if value is not None:
             with self._lock:
@@ -44,3 +48,10 @@ class ReadCache(Generic[V]):
         with self._lock:
             self._generation += 1
             self._cache.clear()
+
+    def forget(self, *keys: Hashable) -> None:
+        """Drop these keys; a read under way meanwhile is not kept either."""
+        with self._lock:
+            self._generation += 1
+            for key in keys:
+                self._cache.pop(key, None)

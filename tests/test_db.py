@@ -133,3 +133,18 @@ def test_a_postgresql_row_lock_held_too_long_reads_as_busy(pg_database):
     assert is_busy(waited.value)
     database.dispose()
     impatient.dispose()
+
+
+def test_a_write_clears_the_stores_cache_again_after_its_commit(store):
+    """Database.after_commit: what a write's readers may see only once it commits."""
+    memory, _ = store.create(api_key_id="k", key="fact:city", content="Lives in Porto")
+    seen = []
+    with store.db.write() as conn:
+        store.db.after_commit(conn, lambda: seen.append("committed"))
+        store.update(memory.id, content="Lives in Lisbon", connection=conn)
+        assert seen == []
+        store._cache.get(memory.id, lambda: memory)  # a reader's copy of the row as it was
+    assert seen == ["committed"]
+    misses = store.cache_misses
+    assert store.get(memory.id).content == "Lives in Lisbon"
+    assert store.cache_misses == misses + 1, "read again, not served from the cache"

@@ -43,6 +43,22 @@ def test_a_read_that_raced_a_clear_is_not_kept():
     assert cache.get("k", lambda: "new") == "new"
 
 
+def test_a_forgotten_key_is_read_again_and_a_read_that_raced_it_is_not_kept():
+    cache = ReadCache(4)
+    cache.get("a", lambda: "old a")
+    cache.get("b", lambda: "b")
+
+    def racing_read():
+        cache.forget("a")  # a write of `a` commits while this read is under way
+        return "old a"
+
+    cache.forget("a")
+    assert cache.get("a", racing_read) == "old a"
+    assert cache.get("a", lambda: "new a") == "new a", "the racing read was not kept"
+    assert cache.get("b", lambda: "reloaded") == "b", "other keys stay"
+    assert (cache.hits, cache.misses) == (1, 4)
+
+
 def test_another_process_sees_a_revoke_within_the_ttl(database):
     here, there = ApiKeyStore(database), ApiKeyStore(database)
     key, secret = here.create("alice")

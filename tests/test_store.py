@@ -386,35 +386,3 @@ def test_many_creates_in_one_transaction_hold_no_lock_per_key(store, database):
             ).scalar()
             assert held == 0
     assert list_page(store, MemoryFilter(api_key_id="alice")).total == 200
-
-
-def test_a_read_racing_a_write_never_keeps_the_old_row_in_the_cache(store):
-    """A reader that read the row before a writer committed (and cleared the cache) must
-    not keep what it read: the next get reads the row again."""
-    memory, _ = store.create(api_key_id="k", key="fact:city", content="Lives in Porto")
-    original_row = store._row
-
-    def racing_row(conn, *where):
-        found = original_row(conn, *where)
-        store._forget(memory.id)  # what a writer does as it commits, meanwhile
-        return found
-
-    store._forget(memory.id)
-    store._row = racing_row
-    try:
-        store.get(memory.id)
-    finally:
-        store._row = original_row
-    assert memory.id not in store._cache
-
-
-def test_a_write_clears_the_cache_again_after_its_commit(store):
-    memory, _ = store.create(api_key_id="k", key="fact:city", content="Lives in Porto")
-    seen = []
-    with store.db.write() as conn:
-        store.db.after_commit(conn, lambda: seen.append("committed"))
-        store.update(memory.id, content="Lives in Lisbon", connection=conn)
-        assert seen == []
-        store._cache[memory.id] = memory  # a reader's copy of the row as it was
-    assert seen == ["committed"] and memory.id not in store._cache
-    assert store.get(memory.id).content == "Lives in Lisbon"

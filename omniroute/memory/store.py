@@ -6,7 +6,6 @@ opens its own transaction, or joins the caller's when given `connection=`.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -14,7 +13,6 @@ from dataclasses import asdict, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from cachetools import TTLCache
 from sqlalchemy import (
     Connection,
     and_,
@@ -26,6 +24,7 @@ from sqlalchemy import (
 
 from ..clock import to_iso, utc_now
 from ..db import Database
+from ..read_cache import ReadCache
 from ..tables import memories
 from ..text_rules import check_fields
 from . import history as audit
@@ -78,11 +77,7 @@ class MemoryStore:
         # Told of every memory whose vector elsewhere (Qdrant) must change, in the same
         # transaction: the mirror keeps its own record of what it has yet to do.
         self._mirror = mirror
-        self._cache: TTLCache[str, Memory] = TTLCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
-        self._cache_lock = threading.Lock()
-        self._cache_generation = 0  # bumped by every forget: a read older than it is not kept
-        self.cache_hits = 0
-        self.cache_misses = 0
+        self._cache: ReadCache[Memory] = ReadCache(CACHE_MAX_ENTRIES, CACHE_TTL_SECONDS)
 
     def now(self) -> str:
         return to_iso(self.clock())
@@ -98,19 +93,20 @@ class MemoryStore:
             with begin() as own:
                 yield own
 
+    @property
+    def cache_hits(self) -> int:
+        return self._cache.hits
+
+    @property
+    def cache_misses(self) -> int:
+        return self._cache.misses
+
     def _forget(self, *memory_ids: str, conn: Connection | None = None) -> None:
         """Drop memories from the get-cache now and, when `conn` is writing them, again
         once it commits: a reader in between may have cached the row as it was."""
-
-        def drop() -> None:
-            with self._cache_lock:
-                self._cache_generation += 1
-                for memory_id in memory_ids:
-                    self._cache.pop(memory_id, None)
-
-        drop()
+        self._cache.forget(*memory_ids)
         if conn is not None:
-            self.db.after_commit(conn, drop)
+            self.db.after_commit(conn, lambda: self._cache.forget(*memory_ids))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -243,21 +239,12 @@ class MemoryStore:
     def get(self, memory_id: str) -> Memory | None:
         """Return a live memory by id, or None when it does not exist or has expired."""
         now = self.now()
-        with self._cache_lock:
-            cached = self._cache.get(memory_id)
-            if cached is not None and not cached.is_expired(now):
-                self.cache_hits += 1
-                return cached
-            self.cache_misses += 1
-            generation = self._cache_generation
+        memory = self._cache.get(memory_id, lambda: self._read_row(memory_id))
+        return None if memory is None or memory.is_expired(now) else memory
+
+    def _read_row(self, memory_id: str) -> Memory | None:
         with self.db.read() as conn:
-            memory = self._row(conn, memories.c.id == memory_id)
-        if memory is None or memory.is_expired(now):
-            return None
-        with self._cache_lock:
-            if generation == self._cache_generation:  # no write committed meanwhile
-                self._cache[memory_id] = memory
-        return memory
+            return self._row(conn, memories.c.id == memory_id)
 
     def get_by_key(self, api_key_id: str, key: str) -> Memory | None:
         """The owner's live memory with this key, or None."""

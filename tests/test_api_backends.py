@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.memory_service import MemoryService
+
 pytestmark = pytest.mark.both_stores
 
 
@@ -130,8 +132,6 @@ def test_a_removed_backend_is_gone_at_once_and_never_asked_again(
 
 
 def test_a_backend_moved_to_another_url_is_asked_there_only(client, admin, svc, memory_service):
-    from tests.memory_service import MemoryService
-
     put(client, admin, backendConfigs=brain(memory_service), primaryBackend="brain")
     moved = MemoryService().start()
     try:

@@ -1,8 +1,12 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from omniroute.config import ConfigError
 from omniroute.factory import create_app
-from tests.helpers import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN, environment
 
 pytestmark = pytest.mark.both_stores
 
@@ -179,12 +183,6 @@ def test_the_default_provider_must_exist(client, admin):
     ],
 )  # fmt: skip
 def test_a_bad_setting_stops_the_release_with_one_line_naming_it(tmp_path, name, value, named):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from tests.helpers import environment
-
     done = subprocess.run(
         [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"],
         cwd=Path(__file__).resolve().parent.parent,

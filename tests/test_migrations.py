@@ -8,6 +8,7 @@ from sqlalchemy import inspect, text
 
 from omniroute import migrate
 from omniroute.db import Database
+from omniroute.factory import create_app
 from omniroute.memory.fts import keyword_search
 from omniroute.memory.store import MemoryStore
 from omniroute.tables import SEARCH_COLUMNS, metadata
@@ -243,13 +244,6 @@ def test_three_release_processes_migrating_one_postgresql_at_once_all_succeed(
 def test_a_release_on_postgresql_without_pgvector_says_so_loudly(system_postgres, tmp_path):
     """The machine's PostgreSQL 15 has no pgvector: the release succeeds (keyword search
     serves) but ends with a warning naming why, and /readyz reports it."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from omniroute.factory import create_app
-    from tests.helpers import environment
-
     done = subprocess.run(
         [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"],
         cwd=Path(__file__).resolve().parent.parent,

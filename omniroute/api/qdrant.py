@@ -180,18 +180,19 @@ class QdrantSettingsResource(MethodView):
         qdrant = services().qdrant.sync
         if "embeddingModel" in body:
             body["embeddingModel"] = (body["embeddingModel"] or "").strip() or None
-        current = qdrant.settings.get()
+        current, preview = qdrant.settings.get(), qdrant.settings.preview(body)
         try:
-            if keeps_stored_key(
+            keep = keeps_stored_key(
                 body.get("apiKey"),
                 given_present="apiKey" in body,
                 stored=bool(current.api_key),
-                moved=qdrant.settings.preview(body).url != current.url,
-            ):
-                body.pop("apiKey", None)
+                moved=preview.url != current.url,
+            )
         except KeyNeeded as exc:
             abort_invalid("apiKey", str(exc))
-        preview = qdrant.settings.preview(body)
+        if keep and "apiKey" in body:  # sent back masked: the stored key stays
+            del body["apiKey"]
+            preview = qdrant.settings.preview(body)
         if "host" in body and body["host"].strip():
             try:
                 check_base_url(

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
+from marshmallow import ValidationError
 
+from ...fields import header_value
 from ...net import BlockedURL, check_base_url
 from .generic import (
     DEFAULT_ENDPOINTS,
@@ -100,9 +102,11 @@ def check_config(raw: Mapping[str, Any], *, allow_local: bool) -> None:
         generic_config(raw)
     else:
         _check_known(kind, raw)
-    key = raw.get("apiKey")
-    if isinstance(key, str) and key and not (key.isascii() and key.isprintable()):
-        raise BadBackendConfig("apiKey", "must be printable ASCII: it is sent in a header")
+    if isinstance(raw.get("apiKey"), str):
+        try:
+            header_value(raw["apiKey"])
+        except ValidationError as exc:
+            raise BadBackendConfig("apiKey", str(exc.messages[0])) from None
     if isinstance(raw.get("baseUrl"), str) and raw["baseUrl"].strip():
         try:
             check_base_url(raw["baseUrl"], allow_local=allow_local, resolve=False)

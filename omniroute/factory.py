@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ from flask import Flask
 from jobs import request_backfill
 
 from . import api, auth, cli, errors, headers, home, json_edge, logs, migrate, observe, studio
-from .config import database_url, load_settings
+from .config import ConfigError, database_url, load_settings
 from .db import Database
 from .memory import tokens
 from .providers.schemas import seed_providers
@@ -20,6 +21,15 @@ from .proxy import blueprint, passthrough, responses, routes  # noqa: F401 (they
 from .services import Services
 
 PACKAGE = "omniroute"
+
+
+def app_or_exit() -> Flask:
+    """The app of a process (web, worker, release); a bad setting stops it with one line
+    naming the setting, not a traceback."""
+    try:
+        return create_app()
+    except ConfigError as exc:
+        sys.exit(f"omniroute: configuration error: {exc}")
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:

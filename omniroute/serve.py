@@ -10,8 +10,6 @@ check: a /v1 or /api request's token is checked once, by Flask.
 
 from __future__ import annotations
 
-import sys
-
 import anyio
 import uvicorn
 from a2wsgi import WSGIMiddleware
@@ -19,8 +17,7 @@ from flask import Flask
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .config import ConfigError
-from .factory import create_app
+from .factory import app_or_exit
 from .mcp.auth import ClientAddress
 from .mcp.server import build_server
 from .proxy.front import ChatFront, error_message, send_whole
@@ -159,10 +156,7 @@ def proxy_options(config) -> dict:
 
 
 def main() -> None:
-    try:
-        app = create_app()
-    except ConfigError as exc:  # one line naming the setting, no traceback
-        sys.exit(f"omniroute: configuration error: {exc}")
+    app = app_or_exit()
     server = GatewayServer(
         app,
         host=app.config["HOST"],

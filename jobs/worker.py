@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import threading
 import time
 
 import click
@@ -18,6 +20,9 @@ from . import QUEUES
 log = logging.getLogger(__name__)
 
 MAX_RECONNECT_WAIT = 16.0
+# A platform sends SIGKILL 30 s after SIGTERM; a worker still up this long after its stop
+# ends itself first, whatever swallowed RQ's StopRequested.
+STOP_DEADLINE_SECONDS = 20.0
 
 
 class GatewayWorker(HerokuWorker):
@@ -32,13 +37,39 @@ class GatewayWorker(HerokuWorker):
     - The same restart kills RQ's scheduler process inside the worker (the one that enqueues
       retries at their time); RQ's maintenance starts it again when it is gone, now every
       30 s instead of every 10 minutes.
+    - A stop cannot be lost. RQ stops an idle worker by raising StopRequested from its signal
+      handler, wherever the main thread is; a broad `except` on the way (in RQ, redis-py or a
+      job's teardown) swallowed it once and the worker went on taking jobs after its SIGTERM.
+      The stop is now also a flag RQ's loop checks on each round, and a deadline: a worker
+      still running STOP_DEADLINE_SECONDS after its stop ends its process.
     """
+
+    stop_deadline = STOP_DEADLINE_SECONDS
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("worker_ttl", WORKER_TTL)
         kwargs.setdefault("maintenance_interval", MAINTENANCE_SECONDS)
         kwargs.setdefault("job_monitoring_interval", JOB_HEARTBEAT_SECONDS)
         super().__init__(*args, **kwargs)
+
+    def request_stop(self, signum, frame):
+        if self._shutdown_requested_date is None:
+            self._stop_requested = True  # RQ's loop breaks on it if StopRequested goes astray
+            deadline = threading.Timer(self.stop_deadline, self._end_a_lost_stop)
+            deadline.daemon = True  # a worker that stops in time exits without waiting for it
+            deadline.start()
+        super().request_stop(signum, frame)
+
+    def _end_a_lost_stop(self) -> None:
+        self.log.error(
+            "Worker %s: still running %.0f s after its stop; ending the process",
+            self.name,
+            self.stop_deadline,
+        )
+        if self.horse_pid:
+            self.kill_horse()
+        logging.shutdown()
+        os._exit(1)
 
     def heartbeat(self, timeout=None, pipeline=None):
         if pipeline is None and not self.connection.exists(self.key):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -86,6 +87,25 @@ def environment(**overrides: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {s.name for s in SETTINGS}}
     env.update(overrides)
     return env
+
+
+def stop(*processes: subprocess.Popen, timeout: float = 30) -> bool:
+    """SIGTERM, as a platform stops a dyno, then SIGKILL whatever is still up after `timeout`:
+    no process outlives its test (a worker that did took later tests' jobs). True when every
+    process ended on its SIGTERM."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    deadline = time.monotonic() + timeout
+    in_time = True
+    for process in processes:
+        try:
+            process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            in_time = False
+            process.kill()
+            process.wait(timeout=10)
+    return in_time
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ import pytest
 from omniroute.clock import to_iso
 from omniroute.factory import create_app
 from omniroute.tables import memories
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, backdate, environment, eventually
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, backdate, environment, eventually, stop
 from tests.test_app_manifest import procfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +43,6 @@ def start(line: str, data_dir: Path, database_url: str, log) -> subprocess.Popen
     return subprocess.Popen(
         ["bash", "-c", f"exec {line}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
     )
-
-
-def stopped(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 @pytest.fixture
@@ -93,7 +85,7 @@ def test_the_clock_and_a_worker_sweep_and_summarise(shared, tmp_path):
         for name in ("worker", "clock"):
             log = stack.enter_context((tmp_path / f"{name}.log").open("w"))
             process = start(lines[name], tmp_path / name, database_url, log)
-            stack.callback(stopped, process)
+            stack.callback(stop, process)
         done = eventually(
             lambda: all(
                 svc.periodic_runs.all().get(job, {}).get("status") == "ok"
@@ -120,7 +112,7 @@ def test_two_clocks_at_once_do_not_double_run_a_job(shared, tmp_path, redis_db):
             log = stack.enter_context((tmp_path / f"{name}.log").open("w"))
             line = lines["clock" if name == "clock2" else name]
             process = start(line, tmp_path / name, database_url, log)
-            stack.callback(stopped, process)
+            stack.callback(stop, process)
         started = time.monotonic()
         assert eventually(
             lambda: svc.periodic_runs.all().get("retention-sweep", {}).get("runs", 0) >= 3,

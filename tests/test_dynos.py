@@ -28,6 +28,7 @@ from tests.helpers import (
     environment,
     eventually,
     free_port,
+    stop,
 )
 from tests.job_functions import leaves_a_mark
 from tests.test_processes import call
@@ -74,14 +75,7 @@ def dynos(tmp_path, pg_database, redis_db, upstream):
         assert ready, web_log.read_text()
         yield base, tmp_path, {"web": web_log, "worker": worker_log}
     finally:
-        for process in (web, worker):
-            process.terminate()
-        for process in (web, worker):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        stop(web, worker)
 
 
 def _answers(url: str) -> bool:
@@ -241,6 +235,6 @@ def test_after_a_redis_restart_the_worker_is_listed_again_and_takes_jobs(
         assert stored == ["preference:zig"], log_path.read_text()
         assert worker.poll() is None
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        stopped_in_time = stop(worker)
         svc.close()
+    assert stopped_in_time, log_path.read_text()

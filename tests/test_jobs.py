@@ -19,7 +19,7 @@ from omniroute.clock import to_iso
 from omniroute.memory.model import MemoryFilter
 from omniroute.tables import extraction_outbox
 from tests import job_functions
-from tests.helpers import REDIS_TEST_URL, environment, eventually
+from tests.helpers import REDIS_TEST_URL, environment, eventually, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "I prefer TypeScript. I always commit before pushing."
@@ -172,8 +172,8 @@ def test_a_long_lived_worker_idle_past_every_timeout_still_takes_the_next_job(
             assert found == ["pattern:commit_before_pushing", "preference:typescript"]
             assert worker.poll() is None, log_text(log)
         finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+            stopped_in_time = stop(worker)
+        assert stopped_in_time, log_text(log)
         assert "quitting" not in log_text(log)
 
 
@@ -290,6 +290,39 @@ def test_sigterm_stops_the_running_job_within_the_platforms_grace_and_it_runs_ag
     assert status() in (JobStatus.SCHEDULED, JobStatus.QUEUED), "it will run again"
 
 
+def test_a_worker_whose_stop_goes_astray_still_ends_before_the_platforms_sigkill(
+    redis_db, tmp_path
+):
+    # RQ stops an idle worker by raising StopRequested from its signal handler; a broad
+    # `except` on the way once swallowed it, and the worker took later jobs after its SIGTERM.
+    # Here the stop is swallowed on purpose: the worker must still end within the deadline.
+    script = (
+        "from jobs.worker import GatewayWorker, run_worker\n"
+        "from app import app\n"
+        "GatewayWorker.stop_deadline = 2\n"
+        # As if StopRequested were swallowed, and the flag RQ's loop checks never seen.
+        "GatewayWorker._shutdown = lambda self: setattr(self, '_stop_requested', False)\n"
+        "run_worker(app)\n"
+    )
+    with (tmp_path / "worker.log").open("w+") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env=environment(DATA_DIR=str(tmp_path), REDIS_URL=REDIS_TEST_URL),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            # RQ's first maintenance comes after its signal handlers are in place.
+            started = lambda: "cleaning registries for queue: default" in log_text(log)  # noqa: E731
+            assert eventually(started, timeout=60), log_text(log)
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=25)  # RQ's idle wait alone would keep it 45 s
+        finally:
+            stop(worker)
+        assert "still running 2 s after its stop; ending the process" in log_text(log)
+
+
 def test_the_engine_status_says_where_jobs_run(make_app, redis_db):
     in_process = make_app().extensions["omniroute"].engine_report()["jobs"]
     assert (in_process["backend"], in_process["available"]) == ("in-process", True)
@@ -366,9 +399,6 @@ def test_a_job_whose_worker_was_killed_runs_again_on_the_other_worker_exactly_on
         )
     finally:
         (folder / "release").touch()
-        for worker in (doomed, survivor):
-            if worker is not None and worker.poll() is None:
-                worker.terminate()
-                worker.wait(timeout=30)
+        stop(*(worker for worker in (doomed, survivor) if worker is not None))
         for log in logs.values():
             log.close()

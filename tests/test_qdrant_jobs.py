@@ -13,7 +13,7 @@ import pytest
 from omniroute.memory.model import MemoryFilter
 from tests.fake_qdrant import FakeQdrant
 from tests.gateway_server import RunningGateway
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually, stop
 from tests.mcp_client import call, http_session
 from tests.qdrant_helpers import ADMIN, chat, enable, memory_app, points, synced
 
@@ -85,8 +85,7 @@ def test_with_redis_a_real_worker_writes_and_deletes_the_points(
         ), (tmp_path / "worker.log").read_text()
         assert "Qdrant 1 points written" in (tmp_path / "worker.log").read_text()
     finally:
-        worker.terminate()
-        worker.wait(timeout=30)
+        stop(worker)
         log.close()
         svc.close()
 

@@ -31,6 +31,25 @@ LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
+# The URLs the guard can read, as regular expressions for schemas and so for the OpenAPI spec
+# (a client, or a fuzzer, sees what is accepted): a host name in ASCII (an international one
+# in its xn-- form), an IPv4 address or a bracketed IPv6 one, an optional port, a path without
+# spaces, controls, query or fragment. Where the URL points is the guard's own judgement.
+_HEX4 = "[0-9A-Fa-f]{1,4}"
+_IPV6_SHORT = f"(?:{_HEX4}(?::{_HEX4}){{0,2}})?::(?:{_HEX4}(?::{_HEX4}){{0,2}})?"
+HOST_PATTERN = (
+    rf"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?|\[(?:(?:{_HEX4}:){{7}}{_HEX4}|{_IPV6_SHORT})\])"
+)
+PORT_PATTERN = (
+    "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?"
+)
+PATH_PATTERN = r"(?:/[^\x00-\x20\x7f?#]*)?"
+HTTP_URL_PATTERN = f"^https?://{HOST_PATTERN}{PORT_PATTERN}{PATH_PATTERN}$"
+URL_SHAPE = (
+    "an http:// or https:// URL: a host (an international name in its xn-- form), an "
+    "optional port and path, no query or fragment"
+)
+
 
 class BlockedURL(ValueError):
     """The URL may not be used for an outbound request; the message says why."""
@@ -89,7 +108,10 @@ def _checked(
 ) -> tuple[str, SplitResult, str, list[Address]]:
     if any(ord(char) < 0x21 or ord(char) == 0x7F for char in url.strip()):
         raise BlockedURL("control characters and spaces are not allowed in a URL")
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:  # a bracketed host that is no IPv6 address: "http://[0]"
+        raise BlockedURL(f"not a URL: {exc}") from None
     if parts.scheme not in ("http", "https"):
         raise BlockedURL("only http:// and https:// URLs are allowed")
     if parts.username is not None or parts.password is not None:

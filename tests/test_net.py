@@ -29,6 +29,8 @@ def test_public_http_urls_pass(url):
         ("https://example.com/v1#frag", "query string or fragment"),
         ("http:///v1", "no host"),
         ("http://example.com:99999/v1", "port"),
+        ("http://[0]/v1", "not a URL"),
+        ("http://[/v1", "not a URL"),
     ],
 )
 def test_malformed_or_unsafe_urls_are_refused(url, reason):

@@ -66,10 +66,10 @@ def server_url(host: str, port: int) -> str | None:
     if not host:
         return None
     url = host if "://" in host else f"http://{host}"
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         has_port = parts.port is not None
-    except ValueError:
+    except ValueError:  # "http://[0]", a port past 65535
         return url.rstrip("/")  # the URL guard names what is wrong with it
     if not has_port and parts.hostname:
         netloc = parts.netloc + f":{port}"

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench lint format services settings-table
+.PHONY: install run test bench fuzz lint format services settings-table
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ bench: install
 	$(BIN)/python bench/token_count.py
 	$(BIN)/python bench/concurrency.py --clients 100 500 1000 2000 --baseline 13c81e4
 	$(BIN)/python bench/footprint.py --slim
+
+# schemathesis, every check, over /api and /v1 of a served app (scripts/fuzz.py says how).
+fuzz: install
+	$(BIN)/python scripts/fuzz.py
 
 lint: install
 	$(BIN)/ruff check .

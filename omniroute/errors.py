@@ -12,8 +12,10 @@ from typing import Any, NoReturn
 import marshmallow as ma
 from flask import Flask, has_request_context, jsonify, request
 from werkzeug.exceptions import (
+    Conflict,
     HTTPException,
     InternalServerError,
+    NotFound,
     ServiceUnavailable,
     UnprocessableEntity,
 )
@@ -106,7 +108,23 @@ def _flatten(messages: Any, path: tuple[str, ...]) -> Iterator[dict[str, str]]:
 
 def abort_invalid(field: str, message: str) -> NoReturn:
     """Answer 422 naming the field (a dotted path for nested ones) and what is wrong with it."""
-    error = UnprocessableEntity()
+    _abort_naming(UnprocessableEntity(), field, message)
+
+
+def abort_unknown(field: str, message: str) -> NoReturn:
+    """Answer 404 naming the field whose value names something that does not exist (a key, a
+    provider, a backend): well formed, but nothing to act on, as JSON:API answers a reference
+    to a missing resource."""
+    _abort_naming(NotFound(), field, message)
+
+
+def abort_conflict(field: str, message: str) -> NoReturn:
+    """Answer 409 naming the field whose value is fine alone but not with what is stored (a
+    masked key sent with a new URL) or what is up (enabling a Qdrant that does not answer)."""
+    _abort_naming(Conflict(), field, message)
+
+
+def _abort_naming(error: HTTPException, field: str, message: str) -> NoReturn:
     error.data = {"errors": {"json": {field: [message]}}}
     raise error
 

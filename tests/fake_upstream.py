@@ -183,16 +183,25 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._counted(self._stream, model, body.get("n") or 1)
             return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
 
-        def _embeddings(self, model: str, texts: list[str]) -> None:
+        def _embeddings(self, model: str, given) -> None:
             if model == "fail-401":
                 return self._send(401, {"error": {"message": "bad key"}})
             if model == "fail-429":
                 return self._send(429, {"error": {"message": "slow down"}})
             if model == "slow":
                 time.sleep(upstream.slow_seconds)
+            # OpenAI's input: a string, a token array, or a list of strings or token arrays.
+            if isinstance(given, str) or (given and all(isinstance(t, int) for t in given)):
+                given = [given]
             data = [
-                {"object": "embedding", "index": index, "embedding": fake_embedding(text)}
-                for index, text in enumerate(texts)
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": fake_embedding(
+                        item if isinstance(item, str) else json.dumps(item)
+                    ),
+                }
+                for index, item in enumerate(given)
             ]
             return self._send(200, {"object": "list", "data": data, "model": model})
 

@@ -49,24 +49,27 @@ def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, memory
 
 
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("body", "field", "status"),
     [
-        ({"primaryBackend": "nope"}, "primaryBackend"),
-        ({"fallbackBackends": ["nope"]}, "fallbackBackends"),
-        ({"backendConfigs": {"brain": {"apiKey": "x"}}}, "backendConfigs.brain.baseUrl"),
+        # Naming a backend that does not exist: well formed, nothing to point at.
+        ({"primaryBackend": "nope"}, "primaryBackend", 404),
+        ({"fallbackBackends": ["nope"]}, "fallbackBackends", 404),
+        ({"backendConfigs": {"brain": {"apiKey": "x"}}}, "backendConfigs.brain.baseUrl", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "timeout": 0}}},
-         "backendConfigs.brain.timeout"),
+         "backendConfigs.brain.timeout", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "endpoints": {"nuke": "/"}}}},
-         "backendConfigs.brain.endpoints.nuke"),
-        ({"backendConfigs": {"sqlite": {"baseUrl": "http://x"}}}, "backendConfigs.sqlite"),
+         "backendConfigs.brain.endpoints.nuke", 422),
+        ({"backendConfigs": {"sqlite": {"baseUrl": "http://x"}}}, "backendConfigs.sqlite", 422),
+        ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"X-A": "a\r\nB: c"}}}},
+         "backendConfigs.brain.headers.X-A", 422),
     ],
 )  # fmt: skip
-def test_bad_backend_settings_are_a_422_naming_the_field_and_store_nothing(
-    client, admin, svc, body, field
+def test_bad_backend_settings_are_refused_naming_the_field_and_store_nothing(
+    client, admin, svc, body, field, status
 ):
     before = client.get("/api/settings/memory", headers=admin).json
     answer = put(client, admin, **body)
-    assert answer.status_code == 422
+    assert answer.status_code == status
     assert answer.json["error"]["details"][0]["field"] == field
     assert client.get("/api/settings/memory", headers=admin).json == before
 
@@ -149,7 +152,7 @@ def test_a_new_url_needs_the_backend_key_again(client, admin, svc, memory_servic
     elsewhere = "http://127.0.0.1:9/elsewhere"
     for key in ({}, {"apiKey": "***1234"}, {"apiKey": None}):
         answer = put(client, admin, backendConfigs={"brain": {"baseUrl": elsewhere, **key}})
-        assert answer.status_code == 422, answer.json
+        assert answer.status_code == 409, answer.json  # fine alone, not with the stored key
         detail = answer.json["error"]["details"][0]
         assert detail["field"] == "backendConfigs.brain.apiKey"
         assert "send the API key again" in detail["message"]

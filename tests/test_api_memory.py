@@ -155,7 +155,6 @@ def test_a_naive_expiry_is_taken_as_utc(add):
         ({"metadata": ["not", "an", "object"]}, "metadata"),
         ({"expiresAt": "next tuesday"}, "expiresAt"),
         ({"expiresAt": "2001-01-01T00:00:00Z"}, "expiresAt"),
-        ({"apiKeyId": "no-such-key"}, "apiKeyId"),
         ({"contnet": "typo"}, "contnet"),
     ],
 )
@@ -169,13 +168,19 @@ def test_create_refuses_bad_fields_naming_them(client, admin, api_key, body, fie
     assert client.get("/api/memory", headers=admin).json["total"] == 0
 
 
-def test_create_refuses_a_revoked_key(client, admin, api_key):
-    client.delete(f"/api/keys/{api_key['id']}", headers=admin)
+@pytest.mark.parametrize("revoked", [True, False])
+def test_create_for_a_key_that_is_gone_or_never_was_is_a_404_naming_apikeyid(
+    client, admin, api_key, revoked
+):
+    key_id = api_key["id"] if revoked else "no-such-key"
+    if revoked:
+        client.delete(f"/api/keys/{key_id}", headers=admin)
     response = client.post(
-        "/api/memory", json={"apiKeyId": api_key["id"], "key": "k", "content": "c"}, headers=admin
+        "/api/memory", json={"apiKeyId": key_id, "key": "k", "content": "c"}, headers=admin
     )
-    assert response.status_code == 422
+    assert response.status_code == 404
     assert "apiKeyId" in details(response)
+    assert client.get("/api/memory", headers=admin).json["total"] == 0
 
 
 def test_non_finite_numbers_in_metadata_are_refused(client, admin, api_key):

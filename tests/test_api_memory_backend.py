@@ -182,7 +182,7 @@ def test_the_spec_keeps_sibling_routes_out_of_memory_ids(app, client):
     (parameter,) = client.get("/openapi.json").json["paths"]["/api/memory/{memory_id}"][
         "parameters"
     ]
-    assert set(parameter["schema"]["not"]["enum"]) == siblings
+    assert all(name in parameter["description"] for name in siblings)
 
 
 @pytest.mark.parametrize(

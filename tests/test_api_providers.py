@@ -118,7 +118,7 @@ def test_a_new_url_needs_the_key_again_and_a_masked_key_keeps_it_only_in_place(c
         {"baseUrl": "https://elsewhere.example.com/v1", "apiKey": "...9876"},
     ):
         moved = client.put("/api/providers/openai", json=body, headers=admin)
-        assert moved.status_code == 422 and fields(moved) == ["apiKey"], moved.json
+        assert moved.status_code == 409 and fields(moved) == ["apiKey"], moved.json
         assert "send the API key again" in moved.json["error"]["details"][0]["message"]
     assert svc.providers.get("openai").base_url == "https://api.openai.com/v1", "nothing saved"
     kept = client.put("/api/providers/openai", json={"apiKey": "...9876", "models": ["o1"]},
@@ -163,7 +163,7 @@ def test_an_invalid_seeded_provider_stops_the_start_naming_it(tmp_path):
 
 def test_the_default_provider_must_exist(client, admin):
     response = client.put("/api/settings/gateway", json={"defaultProvider": "nope"}, headers=admin)
-    assert response.status_code == 422 and fields(response) == ["defaultProvider"]
+    assert response.status_code == 404 and fields(response) == ["defaultProvider"]
     client.post("/api/providers", json=PROVIDER, headers=admin)
     response = client.put(
         "/api/settings/gateway", json={"defaultProvider": "openai"}, headers=admin

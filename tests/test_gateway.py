@@ -67,7 +67,7 @@ def test_streaming_passes_chunks_on_as_they_arrive(client, upstream):
 
 
 def test_a_bare_model_goes_to_the_default_provider(client, upstream, svc):
-    with pytest.raises(openai.BadRequestError, match="names no provider"):
+    with pytest.raises(openai.NotFoundError, match="names no provider"):
         client.chat.completions.create(model="m", messages=USER)
     svc.settings.put({"defaultProvider": "fake"})
     client.chat.completions.create(model="meta/llama-3", messages=USER)
@@ -81,30 +81,49 @@ def test_models_lists_every_provider_model(client):
 # -- errors -----------------------------------------------------------------------------
 
 
-def test_an_unknown_provider_is_a_400_naming_model(client):
-    with pytest.raises(openai.BadRequestError) as caught:
-        client.chat.completions.create(model="nope/m", messages=USER)
-    assert "Unknown provider 'nope'" in caught.value.message
+@pytest.mark.parametrize("model", ["nope/m", "m"])  # no such provider; no default provider
+def test_a_model_no_provider_serves_is_openais_404_model_not_found(client, model):
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model=model, messages=USER)
+    assert caught.value.code == "model_not_found"
     assert caught.value.body["details"][0]["field"] == "model"
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model=model, input="hi")
+
+
+CHAT_BODIES = [
+    ({"model": "fake/m"}, "messages"),
+    ({"model": "fake/m", "messages": []}, "messages"),
+    ({"model": "fake/m", "messages": ["hi"]}, "messages"),
+    ({"model": "fake/m", "messages": [{"role": "", "content": "hi"}]}, "messages"),
+    ({"messages": USER}, "model"),
+    ({"model": 4, "messages": USER}, "model"),
+    ({"model": "fake/m", "messages": USER, "stream": "yes"}, "stream"),
+    ({"model": "fake/m", "messages": USER, "stream": -221}, "stream"),
+    ({"model": "fake/m", "messages": USER, "stream": 1}, "stream"),
+    ({"model": "fake/m", "messages": USER, "n": {}}, "n"),
+    ({"model": "fake/m", "messages": USER, "n": 0}, "n"),
+    ({"model": "fake/m", "messages": USER, "n": True}, "n"),
+    ([1, 2], "body"),
+]
+# What the fake provider (and some real ones) fell over on: answered 502 before.
+EMBEDDING_BODIES = [
+    ({"model": "fake/m", "input": [[{}]]}, "input"),
+    ({"model": "fake/m", "input": [None]}, "input"),
+    ({"model": "fake/m", "input": {"text": "x"}}, "input"),
+    ({"model": "fake/m", "input": []}, "input"),
+    ({"model": "fake/m", "input": [[]]}, "input"),
+]
 
 
 @pytest.mark.parametrize(
-    ("payload", "field"),
-    [
-        ({"model": "fake/m"}, "messages"),
-        ({"model": "fake/m", "messages": []}, "messages"),
-        ({"model": "fake/m", "messages": ["hi"]}, "messages"),
-        ({"messages": USER}, "model"),
-        ({"model": 4, "messages": USER}, "model"),
-        ({"model": "fake/m", "messages": USER, "stream": "yes"}, "stream"),
-        ({"model": "fake/m", "messages": USER, "stream": -221}, "stream"),
-        ({"model": "fake/m", "messages": USER, "stream": 1}, "stream"),
-        ([1, 2], "body"),
-    ],
+    ("route", "payload", "field"),
+    [("chat/completions", *case) for case in CHAT_BODIES]
+    + [("embeddings", *case) for case in EMBEDDING_BODIES],
 )
-def test_bad_bodies_are_400_naming_the_field(gateway, key, payload, field):
+def test_bad_bodies_are_400_naming_the_field(gateway, key, route, payload, field):
     response = httpx.post(
-        f"{gateway.url}/v1/chat/completions",
+        f"{gateway.url}/v1/{route}",
         json=payload,
         headers={"Authorization": f"Bearer {key[1]}"},
     )

@@ -1,8 +1,11 @@
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from omniroute.api.operation_ids import OPERATION_IDS, OperationIds, UnnamedOperation
+from omniroute.net import check_base_url
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
 
@@ -135,11 +138,42 @@ def test_what_the_routes_refuse_the_spec_refuses_too(spec):
     schemas = spec["components"]["schemas"]
     assert schemas["ChatRequest"]["properties"]["model"]["pattern"]
     assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
-    assert schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"].startswith("https?://")
+    assert schemas["ChatRequest"]["properties"]["n"]["minimum"] == 1
+    url = re.compile(schemas["ProviderCreate"]["properties"]["baseUrl"]["pattern"])
+    for taken in ("https://api.openai.com/v1", "http://127.0.0.1:11434/v1", "http://[::1]:80"):
+        assert url.search(taken), taken
+    for refused in (
+        "\u0003#https://x",
+        "http://[0]",
+        "http://a:65536",
+        "http://u@h",
+        "http://a/?q",
+    ):
+        assert not url.search(refused), refused
     assert "pattern" in schemas["KeyCreate"]["properties"]["name"]
     changes = ("MemoryUpdate", "ProviderChange", "MemorySettingsUpdate", "QdrantSettingsUpdate")
     for change in changes:
         assert schemas[change]["minProperties"] == 1, change
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_every_base_url_the_spec_promises_the_guard_takes(spec, data):
+    """Schemathesis sends what the pattern allows: the guard must not refuse any of it by its
+    form (where it points, with local URLs allowed, is its own judgement)."""
+    pattern = spec["components"]["schemas"]["ProviderCreate"]["properties"]["baseUrl"]["pattern"]
+    url = data.draw(st.from_regex(pattern))
+    check_base_url(url, allow_local=True, resolve=False)
+
+
+def test_server_sent_events_are_declared_one_event_at_a_time(spec):
+    stream = spec["paths"]["/v1/responses"]["post"]["responses"]["200"]["content"]
+    event = stream["text/event-stream"]["schema"]
+    assert event["required"] == ["data"] and set(event["properties"]) >= {"event", "data"}
 
 
 def test_a_change_with_no_field_and_a_backfill_of_a_disabled_qdrant_are_refused(client, admin):

@@ -106,7 +106,7 @@ def test_a_new_server_needs_the_key_again(configured, svc):
     client = configured(QDRANT_HOST="env-host", QDRANT_API_KEY="env-key-0001")
     for body in ({"host": "other-host"}, {"port": 7000, "apiKey": "***0001"}):
         answer = client.put("/api/settings/qdrant", json=body, headers=ADMIN)
-        assert answer.status_code == 422, answer.json
+        assert answer.status_code == 409, answer.json
         assert answer.json["error"]["details"][0]["field"] == "apiKey"
     shown = client.put(
         "/api/settings/qdrant", json={"host": "other-host", "apiKey": ""}, headers=ADMIN
@@ -119,7 +119,7 @@ def test_a_new_server_needs_the_key_again(configured, svc):
                       headers=ADMIN)  # fmt: skip
     assert kept.status_code == 200 and kept.json["apiKeyMasked"] == "***5555"
     moved = client.put("/api/settings/qdrant", json={"host": "third-host"}, headers=ADMIN)
-    assert moved.status_code == 422
+    assert moved.status_code == 409
 
 
 @pytest.mark.parametrize(
@@ -153,8 +153,9 @@ def test_enabling_a_server_that_is_not_there_is_refused(client, svc):
     response = client.put(
         "/api/settings/qdrant", json={"enabled": True, "host": "http://127.0.0.1:9"}, headers=ADMIN
     )
-    assert response.status_code == 422
+    assert response.status_code == 409, "well formed; it may work once Qdrant is up"
     assert "could not reach Qdrant at http://127.0.0.1:9" in response.json["error"]["message"]
+    assert response.json["error"]["details"][0]["field"] == "enabled"
     assert svc.qdrant.sync.settings.get().enabled is False
     assert svc.memory_settings.get()["vectorStore"] == "auto"
 
@@ -166,7 +167,7 @@ def test_enabling_without_an_embedding_source_is_refused(configured):
         svc = client.application.extensions["omniroute"]
         svc.memory_settings.update({"staticEnabled": False})  # no embedder yet
         refused = client.put("/api/settings/qdrant", json={"enabled": True}, headers=ADMIN)
-        assert refused.status_code == 422
+        assert refused.status_code == 409
         assert "no embedding source for Qdrant" in refused.json["error"]["message"]
     finally:
         fake.stop()

@@ -6,7 +6,7 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from ..errors import abort_invalid
+from ..errors import abort_conflict
 from ..providers.schemas import EmbeddingModelSchema, ProviderChangeSchema, ProviderCreateSchema
 from ..sealed import KeyNeeded, keeps_stored_key
 from ..services import services
@@ -86,7 +86,7 @@ class ProviderItem(MethodView):
             ):
                 body.pop("api_key", None)
         except KeyNeeded as exc:
-            abort_invalid("apiKey", str(exc))
+            abort_conflict("apiKey", str(exc))
         provider, _ = services().providers.save(provider_id, body)
         return {"provider": provider}
 

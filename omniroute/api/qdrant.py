@@ -11,12 +11,12 @@ from marshmallow.validate import Length, OneOf, Range, Regexp
 
 from jobs import request_qdrant_sync
 
-from ..errors import abort_invalid
+from ..errors import abort_conflict, abort_invalid
 from ..fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
 from ..memory.embedding.base import EmbeddingError
 from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
 from ..memory.qdrant.connection import QdrantUnavailable
-from ..net import BlockedURL, check_base_url
+from ..net import HOST_PATTERN, PATH_PATTERN, PORT_PATTERN, URL_SHAPE, BlockedURL, check_base_url
 from ..sealed import KeyNeeded, keeps_stored_key, masked
 from ..services import services
 
@@ -41,11 +41,21 @@ class QdrantSettingsSchema(ma.Schema):
     apiKeyMasked = ma.fields.String(allow_none=True)
 
 
+# Reference rule: a host without a scheme is served over http://.
+QDRANT_HOST = f"^(?:(?:https?://)?{HOST_PATTERN}{PORT_PATTERN}{PATH_PATTERN})?$"
+
+
 class QdrantSettingsUpdateSchema(ChangeSchema):
     enabled = StrictBoolean(
         metadata={"description": "true needs a healthy Qdrant and a successful search first"}
     )
-    host = ma.fields.String(validate=[Length(max=2048), no_control_characters])
+    host = ma.fields.String(
+        validate=[
+            Length(max=2048),
+            Regexp(QDRANT_HOST, error=f"Must be empty, a host name or address, or {URL_SHAPE}."),
+        ],
+        metadata={"description": "A host (http:// is added) or a URL; empty: not set"},
+    )
     port = ma.fields.Integer(strict=True, validate=Range(1, 65535))
     collection = ma.fields.String(
         validate=Regexp(COLLECTION_PATTERN, error="Use 1 to 100 letters, digits, _ or -.")
@@ -152,13 +162,14 @@ def _shown(config) -> dict:
 
 
 def _probe(config) -> None:
-    """Enabling needs Qdrant healthy and a search that works."""
+    """Enabling needs Qdrant healthy and a search that works: if not, a 409 (the request is
+    well formed and may succeed once the server or the embedding source is up)."""
     try:
         services().qdrant.sync.check(config)
     except QdrantUnavailable as exc:
-        abort_invalid("enabled", str(exc))
+        abort_conflict("enabled", str(exc))
     except EmbeddingError as exc:
-        abort_invalid("enabled", f"embedding the test query failed ({exc.kind}): {exc}")
+        abort_conflict("enabled", f"embedding the test query failed ({exc.kind}): {exc}")
 
 
 @blp.route("")
@@ -189,7 +200,7 @@ class QdrantSettingsResource(MethodView):
                 moved=preview.url != current.url,
             )
         except KeyNeeded as exc:
-            abort_invalid("apiKey", str(exc))
+            abort_conflict("apiKey", str(exc))
         if keep and "apiKey" in body:  # sent back masked: the stored key stays
             del body["apiKey"]
             preview = qdrant.settings.preview(body)

@@ -12,10 +12,11 @@ from marshmallow.validate import Length, OneOf
 
 from jobs import request_backfill
 
+from ..errors import abort_unknown
 from ..fields import ChangeSchema, StrictBoolean, StrictNumber, plain_json
 from ..memory import settings as registry
-from ..memory.backends.known import BadBackendConfig
-from ..providers.schemas import guarded_url
+from ..memory.backends.known import BadBackendConfig, config_json_schema
+from ..providers.schemas import HTTP_URL, guarded_url
 from ..services import services
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
@@ -47,8 +48,10 @@ def _accepted(setting: registry.Setting) -> ma.fields.Field:
     if setting.kind == registry.STRINGS:
         return ma.fields.List(ma.fields.String(), metadata=metadata)
     if setting.kind == registry.OBJECT:
+        if setting.name == "backendConfigs":
+            metadata["additionalProperties"] = config_json_schema()
         return ma.fields.Dict(keys=ma.fields.String(), validate=plain_json, metadata=metadata)
-    validate = guarded_url if setting.kind == registry.URL else Length(min=1)
+    validate = [HTTP_URL, guarded_url] if setting.kind == registry.URL else Length(min=1)
     return ma.fields.String(allow_none=setting.nullable, validate=validate, metadata=metadata)
 
 
@@ -90,7 +93,7 @@ class MemorySettingsResource(MethodView):
         try:
             body = svc.backends.checked(body)
         except BadBackendConfig as exc:
-            abort(422, message=str(exc), errors={"json": {exc.field: [str(exc)]}})
+            abort(exc.status, message=str(exc), errors={"json": {exc.field: [str(exc)]}})
         settings = svc.memory_settings.update(body)
         svc.backends.current()  # this process at once; the others at their next use
         request_backfill(svc.jobs)
@@ -123,6 +126,6 @@ class GatewaySettingsResource(MethodView):
         if "defaultProvider" in body:
             provider_id = body["defaultProvider"] or None
             if provider_id and providers.get(provider_id) is None:
-                abort(422, errors={"json": {"defaultProvider": ["No provider has this id."]}})
+                abort_unknown("defaultProvider", "No provider has this id.")
             providers.set_default(provider_id)
         return {"defaultProvider": providers.default_id()}

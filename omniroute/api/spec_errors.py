@@ -6,10 +6,12 @@ The admin API's guard, the guess brake, the body limit and a locked database ans
 - every /api operation: 401 (no credentials), 403 (wrong ones, or no CSRF token with a
   session), 429 (the guess brake, with Retry-After), 503 (the database stayed locked);
 - one that takes a body: 413 (over MAX_BODY_BYTES) and 400 (not JSON);
-- one with an id in its path: 404; the upserts and renames that can meet another's key: 409;
+- one with an id in its path, or a body that names another item (a key, a provider, a
+  backend): 404; the upserts and renames that can meet another's key: 409;
   the memory operations a remote primary backend serves: 502 (it failed);
-- /v1: 400, 401, 413, 429 and 502/503/504 (the provider failed, or could not be reached in
-  time). The probes: /readyz's 503; /metrics: 401, 403 and 429, as the admin API's.
+- /v1: 400, 401, 404 (a model no provider serves: OpenAI's `model_not_found`), 413, 429 and
+  502/503/504 (the provider failed, or could not be reached in time). The probes: /readyz's
+  503; /metrics: 401, 403 and 429, as the admin API's.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ ERRORS = {
     400: ("BAD_REQUEST", "The body is not JSON, or (on /v1) a field is wrong; `details` name it."),
     401: ("UNAUTHORIZED", "No credentials, or (on /v1) no valid gateway key."),
     403: ("FORBIDDEN", "Wrong admin token, or a session's change without its CSRF token."),
-    404: ("NOT_FOUND", "No such item."),
-    409: ("CONFLICT", "Another memory of the key has this `key`, the item exists, or (a Qdrant "
-          "backfill) Qdrant is not enabled."),
+    404: ("NOT_FOUND", "No such item: the one in the path, or one the body names (`details` "
+          "say which field; on /v1, a model no provider serves: `model_not_found`)."),
+    409: ("CONFLICT", "Another memory of the key has this `key`, the item exists, or Qdrant "
+          "cannot be used now (not enabled for a backfill; unreachable, or the test query "
+          "failed, when enabling it)."),
     413: ("PAYLOAD_TOO_LARGE", "The body is larger than MAX_BODY_BYTES."),
     429: ("TOO_MANY_REQUESTS", "Too many wrong tokens from this address, or the provider's "
           "rate limit; see Retry-After."),
@@ -40,6 +44,13 @@ CONFLICTS = {
     ("put", "/api/memory/{memory_id}"),
     ("post", "/api/providers"),
     ("post", "/api/settings/qdrant/backfill"),
+    ("put", "/api/settings/qdrant"),
+}
+# The bodies that name another item by its id (a key, a provider, a backend).
+NAMES_ITEMS = {
+    ("post", "/api/memory"),
+    ("put", "/api/settings/gateway"),
+    ("put", "/api/settings/memory"),
 }
 # The operations served by the primary memory backend, which may be a remote service.
 BACKEND_SERVED = {
@@ -68,7 +79,9 @@ def register_error_responses(spec: APISpec) -> None:
 def codes_for(method: str, path: str) -> list[int]:
     if path.startswith("/v1/"):
         codes = [401, 429, 502, 503, 504]
-        return [400, 413, *codes] if method in WITH_BODY else codes
+        if method in WITH_BODY or "{" in path:  # a model no provider serves
+            codes.append(404)
+        return sorted([400, 413, *codes] if method in WITH_BODY else codes)
     if path == "/metrics":
         return [401, 403, 429]
     if not path.startswith("/api/"):
@@ -76,7 +89,7 @@ def codes_for(method: str, path: str) -> list[int]:
     codes = [401, 403, 429, 503]
     if method in WITH_BODY:
         codes += [400, 413]
-    if "{" in path:
+    if "{" in path or (method, path) in NAMES_ITEMS:
         codes.append(404)
     if (method, path) in CONFLICTS:
         codes.append(409)

@@ -15,7 +15,7 @@ from marshmallow.validate import Length, Range, Regexp
 from ..config import ConfigError
 from ..errors import flat_messages
 from ..fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
-from ..net import BlockedURL, check_base_url
+from ..net import HTTP_URL_PATTERN, URL_SHAPE, BlockedURL, check_base_url
 from .registry import ProviderStore
 
 PROVIDER_ID = Regexp(
@@ -24,7 +24,7 @@ PROVIDER_ID = Regexp(
 )
 
 
-HTTP_URL = Regexp(r"https?://[^/?#\s]", error="Must be an http:// or https:// URL with a host.")
+HTTP_URL = Regexp(HTTP_URL_PATTERN, error=f"Must be {URL_SHAPE}.")
 
 
 def guarded_url(value: str) -> None:

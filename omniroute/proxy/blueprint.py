@@ -48,6 +48,12 @@ def bad_field(field: str, message: str):
     abort(400, message=message, errors={"json": {field: [message]}})
 
 
+def unknown_model(exc: Exception):
+    """A model no provider serves: OpenAI's 404 `model_not_found` (the SDK's NotFoundError)."""
+    message = str(exc)
+    abort(404, message=message, code="model_not_found", errors={"json": {"model": [message]}})
+
+
 def body_with_model() -> dict:
     """The request's JSON object, which must name a model and may say `stream` as a boolean
     (a 400 naming the field if not: a provider would read "yes" as true, and we as false)."""

@@ -13,7 +13,7 @@ from flask_smorest import abort
 from ..handoff import handoff_of
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
-from .blueprint import bad_field
+from .blueprint import unknown_model
 from .conversation import StreamedReply, StreamedResponse, reply_text, response_text
 from .injection import Placement, inject, inject_into_input
 from .pipeline import MemoryTurn
@@ -48,7 +48,7 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
     try:
         provider, model = resolve_model(svc.providers, body["model"])
     except UnknownProvider as exc:
-        bad_field("model", str(exc))
+        unknown_model(exc)
     g.provider, g.model = provider.id, model  # for the request's log line
     svc.activity.add("chats")
     turn = MemoryTurn.begin(svc, request, g.api_key.id, user_text)

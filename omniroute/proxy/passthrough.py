@@ -13,7 +13,7 @@ from flask_smorest import abort
 
 from ..providers.registry import UnknownProvider, resolve_model
 from ..services import services
-from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
+from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model, unknown_model
 from .routes import model_entry
 from .schemas import EmbeddingRequestSchema, ModelSchema, request_body
 from .upstream import UpstreamFailure, fetch, prepare_upstream
@@ -26,6 +26,24 @@ EMBEDDINGS_RESPONSE = {
 }
 
 
+def _embeddable(given) -> bool:
+    """OpenAI's `input`: a string, or a non-empty list of strings, of token ids, or of token
+    arrays; a provider answers anything else with an error of its own, or worse."""
+    if isinstance(given, str):
+        return bool(given)
+    if not isinstance(given, list) or not given:
+        return False
+    return all(isinstance(item, str) or _token(item) or _tokens(item) for item in given)
+
+
+def _token(item) -> bool:
+    return isinstance(item, int) and not isinstance(item, bool)
+
+
+def _tokens(item) -> bool:
+    return isinstance(item, list) and bool(item) and all(_token(token) for token in item)
+
+
 @blp.route("/embeddings")
 class Embeddings(MethodView):
     @blp.doc(
@@ -36,13 +54,17 @@ class Embeddings(MethodView):
     def post(self):
         """Create embeddings (OpenAI format) with a provider's model; no memory involved"""
         body = body_with_model()
-        if not isinstance(body.get("input"), str | list) or not body["input"]:
-            bad_field("input", "input is required: a string or a list of them.")
+        if not _embeddable(body.get("input")):
+            bad_field(
+                "input",
+                "input is required: a string, or a list of strings, of token ids or of token "
+                "arrays (lists of whole numbers).",
+            )
         svc = services()
         try:
             provider, model = resolve_model(svc.providers, body["model"])
         except UnknownProvider as exc:
-            bad_field("model", str(exc))
+            unknown_model(exc)
         forwarded = {**body, "model": model}
         try:
             request = prepare_upstream(svc.provider_client, provider, "/embeddings", forwarded)

@@ -30,9 +30,18 @@ def _read_body() -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         bad_field("messages", "messages is required: a non-empty list of messages.")
-    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
+    if not all(isinstance(m, dict) and _named(m.get("role")) for m in messages):
         bad_field("messages", "Every message must be an object with a role.")
+    choices = body.get("n")
+    if choices is not None and (
+        not isinstance(choices, int) or isinstance(choices, bool) or choices < 1
+    ):
+        bad_field("n", "n must be a whole number of choices, 1 or more.")
     return body
+
+
+def _named(role) -> bool:
+    return isinstance(role, str) and bool(role.strip())
 
 
 @blp.route("/chat/completions")

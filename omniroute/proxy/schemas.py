@@ -9,12 +9,24 @@ byte for byte, so their schemas list what OpenAI's format promises, not what we 
 from __future__ import annotations
 
 import marshmallow as ma
-from marshmallow.validate import Length
+from marshmallow.validate import Length, Range
 
 from ..fields import not_blank
 
 ANY_CONTENT = "A string, or a list of content parts such as {type: text, text}."
-SSE = {"text/event-stream": {"schema": {"type": "string"}}}
+# One server-sent event, as a client reads it: `data` holds a JSON object (or `[DONE]`, the
+# end of a chat stream); the Responses API names each event in `event` too.
+SSE_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "event": {"type": "string", "description": "response.created, ... (Responses API)"},
+        "data": {"type": "string", "description": "A JSON object, or [DONE] at a chat's end."},
+        "id": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+}
+SSE = {"text/event-stream": {"schema": SSE_EVENT}}
 
 
 class OpenSchema(ma.Schema):
@@ -45,7 +57,12 @@ class ChatRequestSchema(OpenSchema):
     stream = ma.fields.Boolean(
         allow_none=True, metadata={"description": "Answer as server-sent events (true or false)."}
     )
-    n = ma.fields.Integer(metadata={"description": "Choices to make; memory reads choice 0."})
+    n = ma.fields.Integer(
+        strict=True,
+        allow_none=True,
+        validate=Range(min=1),
+        metadata={"description": "Choices to make; memory reads choice 0."},
+    )
 
 
 class UsageSchema(OpenSchema):
@@ -135,7 +152,7 @@ class EmbeddingRequestSchema(OpenSchema):
             "anyOf": [
                 {"type": "string"},
                 {"type": "integer"},
-                {"type": "array", "items": {"type": "integer"}},
+                {"type": "array", "minItems": 1, "items": {"type": "integer"}},
             ]
         },
     )

@@ -12,7 +12,7 @@ import httpx
 from marshmallow import ValidationError
 
 from ...fields import header_value
-from ...net import BlockedURL, check_base_url
+from ...net import HTTP_URL_PATTERN, BlockedURL, check_base_url
 from .generic import (
     DEFAULT_ENDPOINTS,
     DEFAULT_TIMEOUT_MS,
@@ -33,11 +33,26 @@ GENERIC_FIELDS = frozenset(
 
 
 class BadBackendConfig(ValueError):
-    """A backend's configuration cannot be used; `field` names the part (`baseUrl`, ...)."""
+    """A backend's configuration cannot be used; `field` names the part (`baseUrl`, ...) and
+    `status` the HTTP answer."""
+
+    status = 422
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class UnknownBackendName(BadBackendConfig):
+    """A setting names a backend that is neither local nor configured."""
+
+    status = 404
+
+
+class StoredKeyMoved(BadBackendConfig):
+    """A masked or left-out key would keep the stored one for a backend's new URL."""
+
+    status = 409
 
 
 def generic_config(raw: Mapping[str, Any]) -> GenericConfig:
@@ -79,6 +94,12 @@ def _strings(raw: Mapping[str, Any], name: str, allowed) -> dict[str, str]:
     unknown = sorted(set(value) - set(allowed)) if allowed is not None else []
     if unknown:
         raise BadBackendConfig(f"{name}.{unknown[0]}", f"is not one of {', '.join(allowed)}")
+    if name == "headers":  # sent as they are: a value a header cannot carry fails every call
+        for header, text in value.items():
+            try:
+                header_value(text)
+            except ValidationError as exc:
+                raise BadBackendConfig(f"headers.{header}", str(exc.messages[0])) from None
     return dict(value)
 
 
@@ -90,6 +111,41 @@ KNOWN_FIELDS = {
     "notion": ({"type", "baseUrl", "apiKey", "databaseId", "timeout", "displayName"},
                ("baseUrl", "apiKey", "databaseId", "displayName")),
 }  # fmt: skip
+
+
+def config_json_schema() -> dict[str, Any]:
+    """One `backendConfigs` entry as JSON Schema, for the OpenAPI spec: what check_config
+    takes (a test fuzzes the settings route against it). Where a URL points is the guard's."""
+    url = {"type": "string", "pattern": HTTP_URL_PATTERN}
+    key = {"type": "string", "pattern": header_value.regex.pattern}
+    timeout = {"type": "integer", "minimum": 1, "maximum": 120_000, "description": "ms"}
+    text = {"type": "string"}
+
+    def kind(name: str, required: list[str], **fields: dict) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "title": f"{name} backend",
+            "required": required,
+            "additionalProperties": False,
+            "properties": {"type": {"type": "string", "enum": [name]}, "timeout": timeout,
+                           "displayName": text, "apiKey": key, **fields},
+        }  # fmt: skip
+
+    def names(allowed) -> dict[str, Any]:
+        properties = {name: text for name in allowed}
+        return {"type": "object", "properties": properties, "additionalProperties": False}
+
+    headers = {"type": "object", "additionalProperties": key}
+    return {
+        "oneOf": [
+            kind("generic", ["baseUrl"], baseUrl=url, headers=headers,
+                 endpoints=names(DEFAULT_ENDPOINTS), queryParams=names(QUERY_NAMES),
+                 pathParams=names(PATH_NAMES)),
+            kind("obsidian", ["type"], baseUrl=url, folder=text),
+            kind("notion", ["type", "databaseId"], baseUrl=url,
+                 databaseId={"type": "string", "minLength": 1}),
+        ]
+    }  # fmt: skip
 
 
 def check_config(raw: Mapping[str, Any], *, allow_local: bool) -> None:

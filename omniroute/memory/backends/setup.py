@@ -19,7 +19,13 @@ import httpx
 
 from ...sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
 from ..settings import MemorySettings
-from .known import BadBackendConfig, check_config, make_backend
+from .known import (
+    BadBackendConfig,
+    StoredKeyMoved,
+    UnknownBackendName,
+    check_config,
+    make_backend,
+)
 from .local import LOCAL_ALIASES, LOCAL_ID
 from .manager import MemoryManager, UnknownBackend
 from .notion import DEFAULT_URL as NOTION_URL
@@ -150,19 +156,19 @@ class BackendSetup:
                 entry = self._with_key(dict(raw), current["backendConfigs"].get(backend_id))
                 check_config(self._unsealed(entry), allow_local=self._allow_local)
             except BadBackendConfig as exc:
-                raise BadBackendConfig(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
+                raise type(exc)(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
             sealed[backend_id] = entry
         if "backendConfigs" in changes:
             changed["backendConfigs"] = sealed
         known = LOCAL_NAMES | set(sealed) | set(self._env_configs)
         primary = changes.get("primaryBackend", current["primaryBackend"])
         if primary not in known:
-            raise BadBackendConfig(
+            raise UnknownBackendName(
                 "primaryBackend", f"unknown backend {primary!r}: one of {', '.join(sorted(known))}"
             )
         for name in changes.get("fallbackBackends", current["fallbackBackends"]):
             if name not in known:
-                raise BadBackendConfig("fallbackBackends", f"unknown backend {name!r}")
+                raise UnknownBackendName("fallbackBackends", f"unknown backend {name!r}")
         return changed
 
     def _with_key(self, entry: dict[str, Any], stored: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -177,7 +183,7 @@ class BackendSetup:
                 moved=_url(entry) != _url(stored),
             )
         except KeyNeeded as exc:
-            raise BadBackendConfig("apiKey", str(exc)) from None
+            raise StoredKeyMoved("apiKey", str(exc)) from None
         if keep and kept:
             entry["apiKey"] = kept
         elif keep or given == "":

@@ -62,6 +62,8 @@ def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, memory
         ({"backendConfigs": {"sqlite": {"baseUrl": "http://x"}}}, "backendConfigs.sqlite", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"X-A": "a\r\nB: c"}}}},
          "backendConfigs.brain.headers.X-A", 422),
+        ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"Ünï": "v"}}}},
+         "backendConfigs.brain.headers.Ünï", 422),
     ],
 )  # fmt: skip
 def test_bad_backend_settings_are_refused_naming_the_field_and_store_nothing(

@@ -75,6 +75,11 @@ def test_05_health_is_not_ok_on_a_network_failure(make):
     assert not health.ok and "Could not reach Brain" in health.message
 
 
+def test_a_header_stored_before_names_were_checked_is_unhealthy_not_a_crash(make):
+    health = make(headers={"Ünï": "v"}).health()  # saved by an older release, say
+    assert not health.ok and "request cannot be made" in health.message
+
+
 def test_06_health_reports_its_latency_in_ms(make):
     health = make().health()
     assert isinstance(health.latency_ms, float) and 0 <= health.latency_ms < 5000

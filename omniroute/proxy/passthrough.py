@@ -76,7 +76,17 @@ class Embeddings(MethodView):
         )
 
 
-@blp.route("/models/<path:model_id>")
+MODEL_ID = [
+    {
+        "in": "path",
+        "name": "model_id",
+        "description": "`provider/model`, or a bare model of the default provider",
+        "schema": {"type": "string", "pattern": "^[!-~]+$"},  # as providers name models
+    }
+]
+
+
+@blp.route("/models/<path:model_id>", parameters=MODEL_ID)
 class ModelItem(MethodView):
     @blp.doc(security=GATEWAY_SECURITY)
     @blp.response(200, ModelSchema)

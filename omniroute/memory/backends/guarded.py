@@ -44,9 +44,12 @@ class GuardedHttp:
         except BlockedURL as exc:
             raise BackendError(f"{self.name}'s URL is refused: {exc}") from None
         headers = {**self._headers, **options.pop("headers", {})}
-        request = pinned.request(
-            self._http, method, path, headers=headers, timeout=self._timeout, **options
-        )
+        try:
+            request = pinned.request(
+                self._http, method, path, headers=headers, timeout=self._timeout, **options
+            )
+        except (ValueError, httpx.InvalidURL) as exc:  # a header or path stored before checks
+            raise BackendError(f"{self.name}'s request cannot be made: {exc}") from None
         try:
             response = self._http.send(request, follow_redirects=False)
         except httpx.TimeoutException:

@@ -5,6 +5,7 @@ behind the Obsidian Local REST API (`{baseUrl, apiKey, folder}`), or with `"type
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,8 @@ from .obsidian import DEFAULT_FOLDER, ObsidianBackend
 from .obsidian import DEFAULT_URL as OBSIDIAN_URL
 
 PATH_NAMES = ("id", "memoryId")
+# An HTTP header's name (RFC 9110's token).
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 GENERIC_FIELDS = frozenset(
     {"type", "baseUrl", "apiKey", "headers", "timeout", "endpoints", "queryParams",
      "pathParams", "displayName"}
@@ -94,8 +97,10 @@ def _strings(raw: Mapping[str, Any], name: str, allowed) -> dict[str, str]:
     unknown = sorted(set(value) - set(allowed)) if allowed is not None else []
     if unknown:
         raise BadBackendConfig(f"{name}.{unknown[0]}", f"is not one of {', '.join(allowed)}")
-    if name == "headers":  # sent as they are: a value a header cannot carry fails every call
+    if name == "headers":  # sent as they are: what a header cannot carry fails every call
         for header, text in value.items():
+            if not HEADER_NAME.match(header):
+                raise BadBackendConfig(f"headers.{header}", "is not a header name")
             try:
                 header_value(text)
             except ValidationError as exc:
@@ -135,7 +140,12 @@ def config_json_schema() -> dict[str, Any]:
         properties = {name: text for name in allowed}
         return {"type": "object", "properties": properties, "additionalProperties": False}
 
-    headers = {"type": "object", "additionalProperties": key}
+    # propertyNames is JSON Schema's (OpenAPI 3.1); tools reading 3.0 take or skip it alike.
+    headers = {
+        "type": "object",
+        "propertyNames": {"pattern": HEADER_NAME.pattern},
+        "additionalProperties": key,
+    }
     return {
         "oneOf": [
             kind("generic", ["baseUrl"], baseUrl=url, headers=headers,

@@ -60,6 +60,8 @@ def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, memory
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "endpoints": {"nuke": "/"}}}},
          "backendConfigs.brain.endpoints.nuke", 422),
         ({"backendConfigs": {"sqlite": {"baseUrl": "http://x"}}}, "backendConfigs.sqlite", 422),
+        ({"backendConfigs": {"": {"baseUrl": "http://x"}}}, "backendConfigs.", 422),
+        ({"backendConfigs": {"a b": {"baseUrl": "http://x"}}}, "backendConfigs.a b", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"X-A": "a\r\nB: c"}}}},
          "backendConfigs.brain.headers.X-A", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"Ünï": "v"}}}},

@@ -68,7 +68,7 @@ def test_add_is_an_upsert_on_the_primary_and_nothing_goes_local(
     assert [m["content"] for m in memory_service.memories.values()] == ["Helix now"]
     assert local(svc, alice) == []
     refused = client.post("/api/memory", json={**body, "apiKeyId": "nobody"}, headers=admin)
-    assert refused.status_code == 422 and refused.json["error"]["details"][0]["field"] == "apiKeyId"
+    assert refused.status_code == 404 and refused.json["error"]["details"][0]["field"] == "apiKeyId"
 
 
 def test_get_change_and_delete_act_on_the_primary(client, admin, alice, memory_service):

@@ -148,10 +148,11 @@ SETTINGS: tuple[Setting, ...] = (
             "nothing, and sent its updates and deletes in the background (ids as for "
             "primaryBackend)."),
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
-            "Remote backends by id: a generic HTTP one {baseUrl, apiKey (sealed; shown "
-            "masked), headers, timeout (ms), endpoints, queryParams, pathParams}, or `type` "
-            "`obsidian` {baseUrl, apiKey, folder} or `notion` {apiKey, databaseId, baseUrl}; "
-            "listed with their health at GET /api/memory/backends."),
+            "Remote backends by id (letters, digits, '.', '_', '-'): a generic HTTP one "
+            "{baseUrl, apiKey (sealed; shown masked), headers, timeout (ms), endpoints, "
+            "queryParams, pathParams}, or `type` `obsidian` {baseUrl, apiKey, folder} or "
+            "`notion` {apiKey, databaseId, baseUrl}; listed with their health at "
+            "GET /api/memory/backends."),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,
             "A memory-only OpenAI-compatible /embeddings endpoint.", nullable=True),
     Setting("customModelId", "memoryCustomModelId", None, TEXT,

@@ -27,6 +27,9 @@ from .obsidian import DEFAULT_FOLDER, ObsidianBackend
 from .obsidian import DEFAULT_URL as OBSIDIAN_URL
 
 PATH_NAMES = ("id", "memoryId")
+# A backend's id: it names the backend in settings, metrics and answers.
+BACKEND_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+BACKEND_ID_SHAPE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 # An HTTP header's name (RFC 9110's token).
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 GENERIC_FIELDS = frozenset(
@@ -140,10 +143,10 @@ def config_json_schema() -> dict[str, Any]:
         properties = {name: text for name in allowed}
         return {"type": "object", "properties": properties, "additionalProperties": False}
 
-    # propertyNames is JSON Schema's (OpenAPI 3.1); tools reading 3.0 take or skip it alike.
+    # OpenAPI 3.0 cannot constrain an object's keys (no propertyNames): said in words.
     headers = {
         "type": "object",
-        "propertyNames": {"pattern": HEADER_NAME.pattern},
+        "description": f"Header names are HTTP tokens ({HEADER_NAME.pattern}).",
         "additionalProperties": key,
     }
     return {

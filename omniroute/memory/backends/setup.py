@@ -20,6 +20,8 @@ import httpx
 from ...sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
 from ..settings import MemorySettings
 from .known import (
+    BACKEND_ID,
+    BACKEND_ID_SHAPE,
     BadBackendConfig,
     StoredKeyMoved,
     UnknownBackendName,
@@ -150,6 +152,8 @@ class BackendSetup:
             field = f"backendConfigs.{backend_id}"
             if backend_id in LOCAL_NAMES:
                 raise BadBackendConfig(field, "is the local store's name; choose another id")
+            if backend_id not in current["backendConfigs"] and not BACKEND_ID.match(backend_id):
+                raise BadBackendConfig(field, f"an id is {BACKEND_ID_SHAPE}")
             if not isinstance(raw, Mapping):
                 raise BadBackendConfig(field, "must be an object")
             try:

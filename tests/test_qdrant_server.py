@@ -142,7 +142,7 @@ def test_quantisation_is_asked_for_at_creation_and_rescored_in_search(
 def test_enabling_needs_a_healthy_qdrant(client, qdrant, svc):
     qdrant.mode = "down"
     response = client.put("/api/settings/qdrant", json={"enabled": True}, headers=ADMIN)
-    assert response.status_code == 422
+    assert response.status_code == 409
     assert response.json["error"]["details"][0]["field"] == "enabled"
     assert "answered 503" in response.json["error"]["details"][0]["message"]
     assert svc.qdrant.sync.settings.get().enabled is False

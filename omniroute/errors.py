@@ -141,7 +141,7 @@ def http_error_response(error: HTTPException):
     elif status >= 500:  # an unexpected failure: its details stay in the server log
         message = "Internal server error."
     elif details:
-        message = _summary(details)
+        message = _summary(SUMMARY_OPENINGS.get(status, "Invalid request"), details)
     else:
         message = error.description or error.name
     payload = error_payload(status, message, details)
@@ -163,11 +163,15 @@ def keep_error_headers(error: HTTPException, response) -> None:
             response.headers[name] = value
 
 
-def _summary(details: list[dict[str, str]]) -> str:
+# How a summary of field errors opens, when the status is not a plain invalid request.
+SUMMARY_OPENINGS = {404: "Not found", 409: "Conflict"}
+
+
+def _summary(opening: str, details: list[dict[str, str]]) -> str:
     parts = [
         d["message"] if d["field"] == "body" else f"{d['field']}: {d['message']}" for d in details
     ]
-    return "Invalid request: " + "; ".join(parts)
+    return f"{opening}: " + "; ".join(parts)
 
 
 def unexpected_error_response(error: Exception):

@@ -180,6 +180,7 @@ def test_create_for_a_key_that_is_gone_or_never_was_is_a_404_naming_apikeyid(
     )
     assert response.status_code == 404
     assert "apiKeyId" in details(response)
+    assert response.json["error"]["message"].startswith("Not found: apiKeyId: ")
     assert client.get("/api/memory", headers=admin).json["total"] == 0
 
 

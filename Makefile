@@ -58,6 +58,6 @@ format: install
 
 # Prints the two settings tables of docs/configuration.md and docs/api.md from their registries (environment, then memory).
 settings-table: install
-	@$(BIN)/python -c 'from omniroute.config import markdown_table; print(markdown_table())'
+	@$(BIN)/python -c 'from omniroute.core.config import markdown_table; print(markdown_table())'
 	@echo
 	@$(BIN)/python -c 'from omniroute.memory.settings import markdown_table; print(markdown_table())'

@@ -34,21 +34,23 @@ from bench.retrieval_quality import (  # noqa: E402
     evidence_of,
     turns_of,
 )
-from omniroute import migrate  # noqa: E402
-from omniroute.db import Database  # noqa: E402
-from omniroute.memory.backfill import Backfill  # noqa: E402
+from omniroute.core.db import (
+    Database,  # noqa: E402
+    migrate,  # noqa: E402
+)
+from omniroute.core.db.settings_store import SettingsStore  # noqa: E402
+from omniroute.core.sealed import SecretBox  # noqa: E402
+from omniroute.memory.life.backfill import Backfill  # noqa: E402
 from omniroute.memory.qdrant.config import QdrantSettings  # noqa: E402
 from omniroute.memory.qdrant.connection import QdrantConnection  # noqa: E402
 from omniroute.memory.qdrant.index import QdrantIndex  # noqa: E402
 from omniroute.memory.qdrant.outbox import QdrantOutbox  # noqa: E402
 from omniroute.memory.qdrant.sync import QdrantSync  # noqa: E402
 from omniroute.memory.qdrant.tier import QdrantTier  # noqa: E402
-from omniroute.memory.retrieval import Retriever  # noqa: E402
+from omniroute.memory.search.retrieval import Retriever  # noqa: E402
+from omniroute.memory.search.vectors import SqliteVecIndex  # noqa: E402
 from omniroute.memory.settings import MemorySettings  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
-from omniroute.sealed import SecretBox  # noqa: E402
-from omniroute.settings_store import SettingsStore  # noqa: E402
 
 TIERS = ("sqlite-vec", "qdrant")
 

@@ -31,13 +31,15 @@ from bench.retrieval_quality import (  # noqa: E402
     turns_of,
 )
 from bench.stores import STORES, database_url, vector_index  # noqa: E402
-from omniroute import migrate  # noqa: E402
-from omniroute.db import Database  # noqa: E402
-from omniroute.memory import vector_cache  # noqa: E402
-from omniroute.memory.backfill import Backfill  # noqa: E402
-from omniroute.memory.budget import within_budget  # noqa: E402
+from omniroute.core.db import (
+    Database,  # noqa: E402
+    migrate,  # noqa: E402
+)
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
-from omniroute.memory.retrieval import STRATEGIES, Retriever  # noqa: E402
+from omniroute.memory.life.backfill import Backfill  # noqa: E402
+from omniroute.memory.search import vector_cache  # noqa: E402
+from omniroute.memory.search.budget import within_budget  # noqa: E402
+from omniroute.memory.search.retrieval import STRATEGIES, Retriever  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from omniroute import migrate  # noqa: E402
-from omniroute.db import Database  # noqa: E402
-from omniroute.memory.backfill import Backfill  # noqa: E402
-from omniroute.memory.budget import within_budget  # noqa: E402
+from omniroute.core.db import (
+    Database,  # noqa: E402
+    migrate,  # noqa: E402
+)
 from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.embedding.static_model import (  # noqa: E402
@@ -39,11 +39,13 @@ from omniroute.memory.embedding.static_model import (  # noqa: E402
     is_static_model,
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder  # noqa: E402
-from omniroute.memory.retrieval import RetrievalOptions, Retriever  # noqa: E402
+from omniroute.memory.life.backfill import Backfill  # noqa: E402
+from omniroute.memory.search.budget import within_budget  # noqa: E402
+from omniroute.memory.search.retrieval import RetrievalOptions, Retriever  # noqa: E402
+from omniroute.memory.search.tokens import count_tokens  # noqa: E402
+from omniroute.memory.search.vectors import SqliteVecIndex  # noqa: E402
 from omniroute.memory.settings import normalise  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.tokens import count_tokens  # noqa: E402
-from omniroute.memory.vectors import SqliteVecIndex  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
 DEVELOPMENT = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43")

@@ -20,12 +20,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stores import STORES, database_url  # noqa: E402
-from omniroute import migrate  # noqa: E402
-from omniroute.db import Database  # noqa: E402
+from omniroute.core.db import (
+    Database,  # noqa: E402
+    migrate,  # noqa: E402
+)
 from omniroute.factory import create_app  # noqa: E402
-from omniroute.memory.fts import keyword_search  # noqa: E402
 from omniroute.memory.listing import list_page  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
+from omniroute.memory.search.fts import keyword_search  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 
 WORDS = (

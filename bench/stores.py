@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from omniroute.config import SETTINGS_BY_NAME
-from omniroute.db import Database
-from omniroute.memory.pgvector import PgVectorIndex
-from omniroute.memory.vector_cache import VectorCache
-from omniroute.memory.vectors import SqliteVecIndex, VectorIndex
+from omniroute.core.config import SETTINGS_BY_NAME
+from omniroute.core.db import Database
+from omniroute.memory.search.pgvector import PgVectorIndex
+from omniroute.memory.search.vector_cache import VectorCache
+from omniroute.memory.search.vectors import SqliteVecIndex, VectorIndex
 from tests.stores import TestDatabase, start_pgvector_server
 
 STORES = ("sqlite", "postgresql")

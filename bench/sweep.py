@@ -25,15 +25,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.stores import STORES, database_url, vector_index  # noqa: E402
-from omniroute import migrate  # noqa: E402
-from omniroute.clock import to_iso  # noqa: E402
-from omniroute.db import Database  # noqa: E402
-from omniroute.memory.decay import DecayPolicy  # noqa: E402
+from omniroute.core.clock import to_iso  # noqa: E402
+from omniroute.core.db import (
+    Database,  # noqa: E402
+    migrate,  # noqa: E402
+)
+from omniroute.core.db.settings_store import SettingsStore  # noqa: E402
+from omniroute.core.db.tables import memories  # noqa: E402
+from omniroute.memory.life.decay import DecayPolicy  # noqa: E402
+from omniroute.memory.life.sweep import SWEEP_BATCH, RetentionSweep  # noqa: E402
 from omniroute.memory.settings import MemorySettings  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
-from omniroute.memory.sweep import SWEEP_BATCH, RetentionSweep  # noqa: E402
-from omniroute.settings_store import SettingsStore  # noqa: E402
-from omniroute.tables import memories  # noqa: E402
 
 DIM = 384
 KEYS = 20

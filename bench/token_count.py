@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.proxy_overhead import locomo_corpus  # noqa: E402
-from omniroute.memory import tokens  # noqa: E402
+from omniroute.memory.search import tokens  # noqa: E402
 
 PER_REQUEST = 20
 REQUESTS = 500

@@ -1,4 +1,4 @@
-"""Alembic's environment: run the revisions on the connection omniroute.migrate hands over.
+"""Alembic's environment: run the revisions on the connection omniroute.core.db.migrate hands over.
 
 That connection is already in the transaction (and holds the lock) that makes a migration
 run safe beside another process's, so Alembic begins no transaction of its own.

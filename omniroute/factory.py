@@ -10,15 +10,16 @@ from typing import Any
 
 from flask import Flask
 
-from jobs import request_backfill
-
-from . import api, auth, cli, errors, headers, home, json_edge, logs, migrate, observe, studio
-from .config import ConfigError, database_url, load_settings
-from .db import Database
-from .memory import tokens
-from .providers.schemas import seed_providers
-from .proxy import blueprint, passthrough, responses, routes  # noqa: F401 (they fill blueprint.blp)
-from .services import Services
+from omniroute import api, cli, studio
+from omniroute.core import errors, logs
+from omniroute.core.config import ConfigError, database_url, load_settings
+from omniroute.core.db import Database, migrate
+from omniroute.core.providers.schemas import seed_providers
+from omniroute.jobs import request_backfill
+from omniroute.memory.search import tokens
+from omniroute.proxy import blueprint, passthrough, responses, routes  # noqa: F401 (they fill blueprint.blp)
+from omniroute.services import Services
+from omniroute.web import auth, headers, home, json_edge, observe
 
 PACKAGE = "omniroute"
 
@@ -44,7 +45,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app.config["DATABASE_URL"] = database_url(app.config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
     # The job functions (jobs/) log what they did, at the same level.
-    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"], (PACKAGE, "jobs"))
+    logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"], (PACKAGE,))
     tokens.use_counter(app.config["TOKEN_COUNTER"])
 
     auth.init_app(app)

@@ -17,11 +17,11 @@ from flask import Flask
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .factory import app_or_exit
-from .mcp.auth import ClientAddress
-from .mcp.server import build_server
-from .proxy.front import ChatFront, error_message, send_whole
-from .proxy.streams import OpenStreams
+from omniroute.factory import app_or_exit
+from omniroute.mcp.auth import ClientAddress
+from omniroute.mcp.server import build_server
+from omniroute.proxy.front import ChatFront, error_message, send_whole
+from omniroute.proxy.streams import OpenStreams
 
 # Probes and the scrape answer on threads of their own: never queued behind chats.
 PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})

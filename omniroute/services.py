@@ -10,51 +10,50 @@ from typing import Any
 import httpx
 import redis
 from flask import Flask, current_app
-from rq.utils import import_attribute
 
-from jobs import QUEUES, request_backfill, request_qdrant_sync, request_static_model
-from jobs.schedule import PERIODIC_JOBS
-
-from .activity import ActivityLog
-from .admin_sessions import AdminSessionStore
-from .brake import GuessBrake
-from .clock import to_iso
-from .db import Database
-from .keys import ApiKeyStore
-from .memory.access import AccessRecorder
-from .memory.backends.local import LOCAL_ALIASES, LocalBackend
-from .memory.backends.manager import MemoryManager
-from .memory.backends.serving import ServingMemories
-from .memory.backends.setup import BackendSetup
-from .memory.backfill import Backfill
-from .memory.decay import DecayPolicy
-from .memory.embedding.shared_models import SharedModels
-from .memory.embedding.sources import EmbeddingSources
-from .memory.engine_status import engine_status
-from .memory.outbox import ExtractionOutbox
-from .memory.pgvector import PgVectorIndex
-from .memory.qdrant.config import QdrantSettings
-from .memory.qdrant.connection import QdrantConnection
-from .memory.qdrant.index import QdrantIndex
-from .memory.qdrant.outbox import QdrantOutbox
-from .memory.qdrant.sync import QdrantSync
-from .memory.qdrant.tier import QdrantTier
-from .memory.rerank import Reranker
-from .memory.retrieval import RetrievalOptions, Retriever
-from .memory.settings import MemorySettings
-from .memory.store import MemoryStore
-from .memory.summarize import Summarizer
-from .memory.summary_text import LlmWriter
-from .memory.sweep import RetentionSweep
-from .memory.vector_cache import VectorCache
-from .memory.vectors import SqliteVecIndex, VectorIndex
-from .periodic import Scheduler
-from .periodic_runs import PeriodicRuns
-from .providers.client import ProviderClient
-from .providers.registry import ProviderStore
-from .queue import JobQueue
-from .sealed import SecretBox
-from .settings_store import SettingsStore
+from omniroute.core.activity import ActivityLog
+from omniroute.core.admin_sessions import AdminSessionStore
+from omniroute.core.brake import GuessBrake
+from omniroute.core.clock import to_iso
+from omniroute.core.db import Database
+from omniroute.core.db.settings_store import SettingsStore
+from omniroute.core.keys import ApiKeyStore
+from omniroute.core.providers.client import ProviderClient
+from omniroute.core.providers.registry import ProviderStore
+from omniroute.core.sealed import SecretBox
+from omniroute.jobs import QUEUES, request_backfill, request_qdrant_sync, request_static_model
+from omniroute.jobs.periodic.runner import run_job
+from omniroute.jobs.periodic.runs import PeriodicRuns
+from omniroute.jobs.periodic.schedule import PERIODIC_JOBS
+from omniroute.jobs.periodic.scheduler import Scheduler
+from omniroute.jobs.queue import JobQueue
+from omniroute.memory.access import AccessRecorder
+from omniroute.memory.backends.local import LOCAL_ALIASES, LocalBackend
+from omniroute.memory.backends.manager import MemoryManager
+from omniroute.memory.backends.serving import ServingMemories
+from omniroute.memory.backends.setup import BackendSetup
+from omniroute.memory.embedding.shared_models import SharedModels
+from omniroute.memory.embedding.sources import EmbeddingSources
+from omniroute.memory.engine_status import engine_status
+from omniroute.memory.extraction.outbox import ExtractionOutbox
+from omniroute.memory.life.backfill import Backfill
+from omniroute.memory.life.decay import DecayPolicy
+from omniroute.memory.life.summarize import Summarizer
+from omniroute.memory.life.summary_text import LlmWriter
+from omniroute.memory.life.sweep import RetentionSweep
+from omniroute.memory.qdrant.config import QdrantSettings
+from omniroute.memory.qdrant.connection import QdrantConnection
+from omniroute.memory.qdrant.index import QdrantIndex
+from omniroute.memory.qdrant.outbox import QdrantOutbox
+from omniroute.memory.qdrant.sync import QdrantSync
+from omniroute.memory.qdrant.tier import QdrantTier
+from omniroute.memory.search.pgvector import PgVectorIndex
+from omniroute.memory.search.rerank import Reranker
+from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.vector_cache import VectorCache
+from omniroute.memory.search.vectors import SqliteVecIndex, VectorIndex
+from omniroute.memory.settings import MemorySettings
+from omniroute.memory.store import MemoryStore
 
 _EXTENSION = "omniroute"
 UPSTREAM_CONNECT_SECONDS = 10.0
@@ -209,7 +208,7 @@ class Services:
             app,
             periodic_runs,
             [(job.id, job.interval(config)) for job in _thread_jobs(config)],
-            lambda job_id: import_attribute("jobs.runner.run_periodic")(job_id),
+            lambda job_id: run_job(periodic_runs, config, job_id),
             lock_dir=config["DATA_DIR"],
         )
         return cls(

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from omniroute.brake import GuessBrake  # noqa: E402
+from omniroute.core.brake import GuessBrake  # noqa: E402
 from omniroute.factory import create_app  # noqa: E402
 from tests.fake_upstream import FakeUpstream  # noqa: E402
 from tests.gateway_server import RunningGateway  # noqa: E402

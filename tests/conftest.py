@@ -6,9 +6,8 @@ import pytest
 import redis
 import sqlite_vec
 
-from omniroute import migrate
-from omniroute.config import SETTINGS
-from omniroute.db import Database
+from omniroute.core.config import SETTINGS
+from omniroute.core.db import Database, migrate
 from omniroute.factory import create_app
 from omniroute.memory.embedding.static_model import build_default_static
 from omniroute.memory.store import MemoryStore

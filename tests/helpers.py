@@ -12,9 +12,9 @@ import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
-from omniroute.clock import to_iso
-from omniroute.config import SETTINGS
-from omniroute.tables import memories
+from omniroute.core.clock import to_iso
+from omniroute.core.config import SETTINGS
+from omniroute.core.db.tables import memories
 
 ADMIN_TOKEN = "test-admin-token"
 # The Redis database the job tests own: flushed before and after each of them.

@@ -19,9 +19,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
-from omniroute import migrate
-from omniroute.db import Database
-from omniroute.tables import metadata
+from omniroute.core.db import Database, migrate
+from omniroute.core.db.tables import metadata
 
 STORES = ("sqlite", "postgresql")
 # The machine's own server (trust auth); it has no pgvector.

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from omniroute.activity import ActivityLog, Step, latency_series
-from omniroute.memory.tokens import count_tokens
+from omniroute.core.activity import ActivityLog, Step, latency_series
+from omniroute.memory.search.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, csrf_of
 from tests.test_jobs import run_worker
 

@@ -1,7 +1,7 @@
 import pytest
 
 from omniroute.memory.model import MemoryFilter
-from omniroute.memory.tokens import count_tokens
+from omniroute.memory.search.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, eventually
 
 pytestmark = pytest.mark.both_stores

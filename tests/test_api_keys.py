@@ -1,6 +1,6 @@
 import pytest
 
-from omniroute.keys import hash_secret
+from omniroute.core.keys import hash_secret
 
 pytestmark = pytest.mark.both_stores
 

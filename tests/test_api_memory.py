@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from omniroute.clock import to_iso
+from omniroute.core.clock import to_iso
 
 pytestmark = pytest.mark.both_stores
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from omniroute.config import ConfigError
+from omniroute.core.config import ConfigError
 from omniroute.factory import create_app
 from tests.helpers import ADMIN_TOKEN, environment
 

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from omniroute.config import SETTINGS_BY_NAME
+from omniroute.core.config import SETTINGS_BY_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,7 @@ def test_the_secrets_every_process_shares_are_generated_once_for_the_app():
 def test_the_formation_runs_the_procfiles_processes_and_release_migrates():
     processes = procfile()
     assert set(manifest()["formation"]) == {"web", "worker", "clock"} <= set(processes)
-    assert processes["clock"] == "rq cron jobs.cron --url $REDIS_URL"
+    assert processes["clock"] == "rq cron omniroute.jobs.cron --url $REDIS_URL"
     assert processes["release"] == "flask --app app db upgrade"
 
 

@@ -3,8 +3,8 @@ import stat
 
 import pytest
 
-from omniroute.auth import TOKEN_FILE_NAME, ensure_admin_token
 from omniroute.factory import create_app
+from omniroute.web.auth import TOKEN_FILE_NAME, ensure_admin_token
 
 pytestmark = pytest.mark.both_stores
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.both_stores
 @pytest.fixture
 def alice(gateway_app, sdk, memory_service, monkeypatch):
     """Memory on, the service as primary and the local store as fallback, and alice's key."""
-    monkeypatch.setattr("omniroute.queue.LOCAL_RETRY_INTERVALS", (0.01, 0.01, 0.01))
+    monkeypatch.setattr("omniroute.jobs.queue.LOCAL_RETRY_INTERVALS", (0.01, 0.01, 0.01))
     svc = gateway_app.extensions["omniroute"]
     svc.memory_settings.update(
         {

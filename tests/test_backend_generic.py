@@ -12,6 +12,7 @@ import socket
 import httpx
 import pytest
 
+from omniroute.core.net import check_base_url
 from omniroute.memory.backends.base import (
     BackendError,
     BackendUnavailable,
@@ -20,7 +21,6 @@ from omniroute.memory.backends.base import (
     SearchQuery,
 )
 from omniroute.memory.backends.generic import GenericConfig, GenericMemoryBackend
-from omniroute.net import check_base_url
 from tests.helpers import free_port
 
 

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from omniroute.clock import to_iso
+from omniroute.core.clock import to_iso
+from omniroute.core.db.tables import memory_history
 from omniroute.memory.model import MemoryFilter
-from omniroute.tables import memory_history
 from tests.helpers import ADMIN_TOKEN, backdate
 
 pytestmark = pytest.mark.both_stores

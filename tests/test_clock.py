@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from omniroute.clock import to_iso
+from omniroute.core.clock import to_iso
+from omniroute.core.db.tables import memories
 from omniroute.factory import create_app
-from omniroute.tables import memories
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, backdate, environment, eventually, stop
 from tests.test_app_manifest import procfile
 

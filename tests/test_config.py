@@ -3,13 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from omniroute.config import (
-    SETTINGS,
-    ConfigError,
-    database_url,
-    load_settings,
-    markdown_table,
-)
+from omniroute.core.config import SETTINGS, ConfigError, database_url, load_settings, markdown_table
 
 CONFIGURATION = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 

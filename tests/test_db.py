@@ -1,8 +1,8 @@
 import pytest
 import sqlite_vec
 
-from omniroute.db import Database, is_busy
-from omniroute.db_sqlite import BUSY_TIMEOUT_MS
+from omniroute.core.db import Database, is_busy
+from omniroute.core.db.sqlite_engine import BUSY_TIMEOUT_MS
 
 pytestmark = pytest.mark.both_stores
 
@@ -98,7 +98,7 @@ def test_a_scratch_transaction_never_leaves_a_trace(database):
 
 
 def test_an_upsert_replaces_the_row_in_either_dialect(database):
-    from omniroute.tables import settings
+    from omniroute.core.db.tables import settings
 
     for value in ("1", "2"):
         statement = database.insert(settings).values(key="a", value=value, updated_at="now")

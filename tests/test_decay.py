@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from omniroute.clock import to_iso
-from omniroute.memory.decay import DecayPolicy
+from omniroute.core.clock import to_iso
+from omniroute.memory.life.decay import DecayPolicy
 from omniroute.memory.model import Memory
-from omniroute.memory.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
 from tests.helpers import backdate as age
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -18,8 +18,8 @@ import pytest
 import redis
 from rq import Queue
 
-from jobs import DEFAULT_QUEUE
 from omniroute.factory import create_app
+from omniroute.jobs import DEFAULT_QUEUE
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import (
     ADMIN_TOKEN,

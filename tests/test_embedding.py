@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import insert
 
-from omniroute.config import load_settings
+from omniroute.core.config import load_settings
+from omniroute.core.db.tables import model_files
+from omniroute.core.providers.client import ProviderClient
+from omniroute.core.providers.registry import Provider
 from omniroute.factory import create_app
 from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
@@ -23,9 +26,6 @@ from omniroute.memory.embedding.static_model import (
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import normalise
-from omniroute.providers.client import ProviderClient
-from omniroute.providers.registry import Provider
-from omniroute.tables import model_files
 from tests.fake_upstream import EMBEDDING_DIMENSIONS, fake_embedding
 
 TEXTS = ["I love my dog", "Puppies are wonderful pets", "The quarterly tax return is due"]

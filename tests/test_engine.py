@@ -7,8 +7,8 @@ import sqlite_vec
 
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
-from omniroute.memory.retrieval import RetrievalOptions, Retriever
-from omniroute.memory.vectors import SqliteVecIndex
+from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.vectors import SqliteVecIndex
 from tests.helpers import app_settings, eventually
 
 pytestmark = pytest.mark.both_stores

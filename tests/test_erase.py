@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Text, func, or_, select, text
 
-from omniroute.memory.fts import keyword_search
+from omniroute.core.db.tables import api_keys, metadata
 from omniroute.memory.model import MemoryFilter
-from omniroute.tables import api_keys, metadata
+from omniroute.memory.search.fts import keyword_search
 from tests.helpers import eventually
 from tests.qdrant_helpers import ADMIN, enable, memory_app, points, synced
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omniroute.memory import fts
-from omniroute.memory.fts import MAX_TOKENS, keyword_search
-from omniroute.memory.query_words import topic_words
-from omniroute.memory.stemming import query_stems
+from omniroute.memory.search import fts
+from omniroute.memory.search.fts import MAX_TOKENS, keyword_search
+from omniroute.memory.search.query_words import topic_words
+from omniroute.memory.search.stemming import query_stems
 
 pytestmark = pytest.mark.both_stores
 

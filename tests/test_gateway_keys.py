@@ -4,7 +4,7 @@ import httpx
 import openai
 import pytest
 
-from omniroute.brake import GuessBrake
+from omniroute.core.brake import GuessBrake
 from omniroute.mcp.auth import GatewayTokenVerifier
 
 pytestmark = pytest.mark.both_stores

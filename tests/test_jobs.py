@@ -13,11 +13,10 @@ from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 from sqlalchemy import update
 
-from jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, requeue_stale_extractions
-from omniroute import queue
-from omniroute.clock import to_iso
+from omniroute.core.clock import to_iso
+from omniroute.core.db.tables import extraction_outbox
+from omniroute.jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, queue, requeue_stale_extractions
 from omniroute.memory.model import MemoryFilter
-from omniroute.tables import extraction_outbox
 from tests import job_functions
 from tests.helpers import REDIS_TEST_URL, environment, eventually, stop
 

@@ -1,7 +1,9 @@
-"""The layering of DESIGN.md holds: no import cycle, no import upwards, faces apart.
+"""The floors of the package hold: every folder is one layer, no module imports a floor above
+its own, no import circle, faces apart.
 
-Read from the source with `ast`, every import counts, function-local ones included (they are
-how a cycle hides), except those under `if TYPE_CHECKING:`.
+Read from the source with `ast`, every import counts: function-local ones (they are how a
+cycle hides) and those under `if TYPE_CHECKING:` too (a circle a type checker must untie is
+still a circle for a reader).
 """
 
 from __future__ import annotations
@@ -14,46 +16,31 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("omniroute", "jobs")
+PACKAGES = ("omniroute",)
 
-# Each layer may import its own and those below it. Prefixes: the longest match decides.
+# The floors, by folder (docs/architecture.md draws them). A module may import its own floor
+# and those below it; the longest matching prefix decides.
 LAYERS = {
-    "omniroute": 0,  # shared parts: config, db, net, clock, errors, fields, tables, providers...
-    "omniroute.memory": 1,  # the core
-    "omniroute.services": 2,  # wiring
-    "omniroute.queue": 2,
-    "omniroute.periodic": 2,
-    "omniroute.auth": 2,
-    "jobs": 2,
-    "jobs.worker": 2,
+    "omniroute": 0,  # the package's own __init__: its docstring, nothing else
+    "omniroute.core": 0,  # shared parts: config, db, providers, net, errors, fields, logs...
+    "omniroute.memory": 1,  # the core: store, search, life cycle, extraction, backends
+    "omniroute.services": 2,  # wiring: the long-lived objects,
+    "omniroute.jobs": 2,  # background work and its schedule,
+    "omniroute.web": 2,  # and the HTTP edge every face shares
     "omniroute.proxy": 3,  # faces
     "omniroute.api": 3,
     "omniroute.studio": 3,
     "omniroute.mcp": 3,
     "omniroute.cli": 3,
-    "omniroute.home": 3,
-    "omniroute.observe": 3,
-    "jobs.memory": 3,
-    "jobs.periodic": 3,
-    "omniroute.cli_life": 3,
-    "jobs.cron": 4,  # RQ's cron loads it
     "omniroute.factory": 4,  # entry points
     "omniroute.serve": 4,
     "omniroute.mcp.__main__": 4,
     "app": 4,
 }
 LAYER_NAMES = ("shared", "core", "wiring", "face", "entry")
-FACES = (
-    "omniroute.proxy",
-    "omniroute.api",
-    "omniroute.studio",
-    "omniroute.mcp",
-    "omniroute.cli",
-    "omniroute.home",
-    "omniroute.observe",
-    "jobs.memory",
-    "jobs.periodic",
-)
+FACES = ("omniroute.proxy", "omniroute.api", "omniroute.studio", "omniroute.mcp", "omniroute.cli")
+# How many modules and folders a floor plan may show at a glance.
+MOST_AT_TOP = {"omniroute": 12, "omniroute/memory": 16}
 
 
 def module_files() -> dict[str, Path]:
@@ -69,14 +56,8 @@ def module_files() -> dict[str, Path]:
 MODULES = module_files()
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def _walk(node: ast.AST):
     for child in ast.iter_child_nodes(node):
-        if _is_type_checking(child):
-            continue
         yield child
         yield from _walk(child)
 
@@ -129,9 +110,32 @@ def face_of(module: str) -> str | None:
 
 
 def test_the_import_graph_sees_the_whole_package():
-    assert {"omniroute.memory.retrieval", "omniroute.providers.client", "jobs.memory"} <= set(GRAPH)
-    assert "omniroute.memory.store" in GRAPH["omniroute.memory.retrieval"]
-    assert "jobs" in GRAPH["omniroute.services"]
+    assert {
+        "omniroute.memory.search.retrieval",
+        "omniroute.core.providers.client",
+        "omniroute.jobs.tasks",
+    } <= set(GRAPH)
+    assert "omniroute.memory.store" in GRAPH["omniroute.memory.search.retrieval"]
+    assert "omniroute.jobs" in GRAPH["omniroute.services"]
+    assert "omniroute.memory.qdrant.tier" in GRAPH["omniroute.memory.search.retrieval"], (
+        "an import under TYPE_CHECKING counts"
+    )
+
+
+def test_every_module_sits_in_a_floor():
+    floors = [p for p in LAYERS if p != "omniroute"]
+    assert [m for m in MODULES if m != "omniroute" and not any(
+        m == p or m.startswith(f"{p}.") for p in floors)] == []  # fmt: skip
+
+
+@pytest.mark.parametrize(("folder", "most"), MOST_AT_TOP.items())
+def test_a_folder_shows_its_plan_at_a_glance(folder, most):
+    shown = [
+        p.name
+        for p in (ROOT / folder).iterdir()
+        if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").exists())
+    ]
+    assert len(shown) <= most, sorted(shown)
 
 
 def test_there_is_no_import_cycle():
@@ -201,7 +205,8 @@ def test_importing_the_memory_core_loads_no_flask_and_no_face():
         "import importlib, sys\n"
         f"for name in {core!r}: importlib.import_module(name)\n"
         "loaded = [m for m in sys.modules if m == 'flask' or m.startswith(('flask.', 'rq',"
-        " 'omniroute.proxy', 'omniroute.api', 'omniroute.studio', 'omniroute.mcp', 'jobs'))]\n"
+        " 'omniroute.proxy', 'omniroute.api', 'omniroute.studio', 'omniroute.mcp',"
+        " 'omniroute.jobs', 'omniroute.web'))]\n"
         "print(loaded)\n"
     )
     result = subprocess.run(

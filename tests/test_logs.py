@@ -9,8 +9,8 @@ import sys
 import pytest
 from rq import Queue
 
-from jobs import EXTRACTION_QUEUE
-from omniroute import logs
+from omniroute.core import logs
+from omniroute.jobs import EXTRACTION_QUEUE
 from tests.helpers import REDIS_TEST_URL
 from tests.test_jobs import run_worker
 
@@ -21,7 +21,7 @@ TEXT = "I prefer TypeScript."
 def lines():
     """What the app's own handler writes, one parsed JSON object a line."""
     stream = io.StringIO()
-    logs.configure("INFO", "json", ("omniroute", "jobs"))  # the handler the apps will use
+    logs.configure("INFO", "json", ("omniroute",))  # the handler the apps will use
     handler = next(h for h in logging.getLogger().handlers if getattr(h, "omniroute", False))
     old_stream, old_formatter = handler.setStream(stream), handler.formatter
     handler.setFormatter(logs.JsonFormatter())
@@ -91,7 +91,7 @@ def test_an_in_process_job_logs_with_the_id_of_the_request_that_queued_it(make_a
     _, secret = app.extensions["omniroute"].keys.create("alice")
     chat(app, secret, **{"X-Request-ID": "chat-1"})
     app.extensions["omniroute"].jobs.wait(10)
-    jobs = [line for line in lines() if line["logger"] == "jobs.memory"]
+    jobs = [line for line in lines() if line["logger"] == "omniroute.jobs.tasks"]
     assert len(jobs) == 2 and {line["request_id"] for line in jobs} == {"chat-1"}
 
 
@@ -105,7 +105,7 @@ def test_an_rq_job_carries_the_request_id_to_the_worker(make_app, redis_db, tmp_
     result = run_worker(tmp_path, LOG_FORMAT="json")
     assert result.returncode == 0, result.stderr
     worked = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
-    facts = [line for line in worked if line["logger"] == "jobs.memory"]
+    facts = [line for line in worked if line["logger"] == "omniroute.jobs.tasks"]
     assert len(facts) == 2
     assert {line["request_id"] for line in facts} == {"chat-rq"}
     assert {line["job_id"] for line in facts} == {job.id for job in queued}

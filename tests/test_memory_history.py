@@ -2,7 +2,7 @@
 
 import pytest
 
-from omniroute.memory.bulk import clear
+from omniroute.memory.life.bulk import clear
 from omniroute.memory.model import MemoryFilter
 from tests.helpers import history, in_minutes
 

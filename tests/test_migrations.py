@@ -6,12 +6,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
-from omniroute import migrate
-from omniroute.db import Database
+from omniroute.core.db import Database, migrate
+from omniroute.core.db.tables import SEARCH_COLUMNS, metadata
 from omniroute.factory import create_app
-from omniroute.memory.fts import keyword_search
+from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.store import MemoryStore
-from omniroute.tables import SEARCH_COLUMNS, metadata
 from tests.helpers import environment
 
 pytestmark = pytest.mark.both_stores

@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from omniroute.net import BlockedURL, check_base_url
+from omniroute.core.net import BlockedURL, check_base_url
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omniroute.api.operation_ids import OPERATION_IDS, OperationIds, UnnamedOperation
-from omniroute.net import check_base_url
+from omniroute.core.net import check_base_url
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
 

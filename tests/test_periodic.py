@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jobs.schedule import PERIODIC_JOBS
-from omniroute.clock import to_iso
-from omniroute.config import SETTINGS_BY_NAME
+from omniroute.core.clock import to_iso
+from omniroute.core.config import SETTINGS_BY_NAME
+from omniroute.core.db.tables import periodic_runs
 from omniroute.factory import create_app
-from omniroute.periodic import Scheduler
-from omniroute.periodic_runs import Claim, PeriodicRuns
-from omniroute.tables import periodic_runs
+from omniroute.jobs.periodic.runs import Claim, PeriodicRuns
+from omniroute.jobs.periodic.schedule import PERIODIC_JOBS
+from omniroute.jobs.periodic.scheduler import Scheduler
 from tests.helpers import ADMIN_TOKEN, app_settings, eventually
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

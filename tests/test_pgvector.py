@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from omniroute.db import Database
-from omniroute.memory import pgvector
-from omniroute.memory.pgvector import PgVectorIndex
+from omniroute.core.db import Database
+from omniroute.memory.search import pgvector
+from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.store import MemoryStore
 
 DIM = 8

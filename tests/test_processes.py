@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from omniroute import migrate
+from omniroute.core.db import migrate
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, free_port
 
 # Every test here starts the real entry points as processes.

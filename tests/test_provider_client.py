@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from omniroute.providers.client import (
+from omniroute.core.providers.client import (
     BAD_RESPONSE,
     HTTP_ERROR,
     NO_KEY,
@@ -28,7 +28,7 @@ from omniroute.providers.client import (
     ProviderClient,
     ProviderError,
 )
-from omniroute.providers.registry import Provider
+from omniroute.core.providers.registry import Provider
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import click
 import pytest
 from sqlalchemy import select
 
-from jobs.worker import run_worker
 from omniroute.api.qdrant import QdrantSettingsUpdateSchema
+from omniroute.core.db.tables import settings as settings_table
 from omniroute.factory import create_app
-from omniroute.tables import settings as settings_table
+from omniroute.jobs.worker import run_worker
 from tests.fake_qdrant import FakeQdrant
 from tests.helpers import REDIS_TEST_URL, app_settings
 from tests.qdrant_helpers import ADMIN

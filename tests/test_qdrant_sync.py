@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from omniroute.clock import to_iso
-from omniroute.memory.bulk import clear
+from omniroute.core.clock import to_iso
+from omniroute.core.db.tables import memories, qdrant_outbox
+from omniroute.memory.life.bulk import clear
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.qdrant.sync import SyncStopped
-from omniroute.tables import memories, qdrant_outbox
 from tests.fake_upstream import EMBEDDING_DIMENSIONS
 from tests.helpers import eventually
 from tests.qdrant_helpers import ADMIN, enable, memory_app, points, put_points, synced

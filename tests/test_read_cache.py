@@ -4,8 +4,8 @@ import threading
 
 import httpx
 
-from omniroute.keys import ApiKeyStore
-from omniroute.read_cache import ReadCache
+from omniroute.core.db.read_cache import ReadCache
+from omniroute.core.keys import ApiKeyStore
 
 
 def test_a_value_is_loaded_once_and_kept_until_cleared():

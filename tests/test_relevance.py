@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from omniroute.config import SETTINGS_BY_NAME, ConfigError, load_settings
+from omniroute.core.config import SETTINGS_BY_NAME, ConfigError, load_settings
 from omniroute.memory.model import Memory
-from omniroute.memory.retrieval import Ranked, Ranking, RetrievalOptions, fuse
+from omniroute.memory.search.retrieval import Ranked, Ranking, RetrievalOptions, fuse
 from tests.helpers import ADMIN_TOKEN
 
 pytestmark = pytest.mark.both_stores

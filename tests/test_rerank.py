@@ -1,6 +1,6 @@
 import pytest
 
-from omniroute.memory import rerank
+from omniroute.memory.search import rerank
 from tests.helpers import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -7,8 +7,8 @@ import stat
 
 from sqlalchemy import insert
 
+from omniroute.core.db.tables import providers
 from omniroute.factory import create_app
-from omniroute.tables import providers
 from tests.helpers import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from omniroute.settings_store import SettingsStore
+from omniroute.core.db.settings_store import SettingsStore
 
 pytestmark = pytest.mark.both_stores
 

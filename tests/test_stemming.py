@@ -4,8 +4,8 @@ and no query is a syntax error."""
 
 import pytest
 
-from omniroute.memory.fts import keyword_search
-from omniroute.memory.stemming import detect_language, query_stems, search_stems
+from omniroute.memory.search.fts import keyword_search
+from omniroute.memory.search.stemming import detect_language, query_stems, search_stems
 
 pytestmark = pytest.mark.both_stores
 

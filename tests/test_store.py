@@ -2,12 +2,12 @@ import threading
 
 import pytest
 
-from omniroute.clock import to_iso
-from omniroute.memory.fts import keyword_search
+from omniroute.core.clock import to_iso
+from omniroute.core.text_rules import UnstorableText
 from omniroute.memory.listing import list_page
 from omniroute.memory.model import MemoryFilter
+from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.store import KeyConflict, MemoryNotFound, MemoryStore
-from omniroute.text_rules import UnstorableText
 from tests.helpers import history, in_minutes
 
 pytestmark = pytest.mark.both_stores

@@ -3,7 +3,7 @@
 import httpx
 import pytest
 
-from omniroute.brake import GuessBrake
+from omniroute.core.brake import GuessBrake
 from omniroute.factory import create_app
 from tests.gateway_server import RunningGateway
 from tests.helpers import ADMIN_TOKEN, app_settings, csrf_of

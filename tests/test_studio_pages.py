@@ -6,8 +6,8 @@ import re
 import pytest
 
 from omniroute.memory.model import MemoryFilter
-from omniroute.memory.retrieval import CHAT_STRATEGIES, STRATEGIES
-from omniroute.memory.settings import BY_NAME
+from omniroute.memory.search.retrieval import STRATEGIES
+from omniroute.memory.settings import BY_NAME, CHAT_STRATEGIES
 from tests.html_checks import duplicate_ids, unlabelled_fields
 
 pytestmark = pytest.mark.both_stores

@@ -7,10 +7,10 @@ import json
 import pytest
 from sqlalchemy import select
 
+from omniroute.core.db.tables import memories, memory_history
+from omniroute.memory.life.summary_text import extractive, first_sentences
 from omniroute.memory.model import Memory, MemoryFilter
-from omniroute.memory.summary_text import extractive, first_sentences
-from omniroute.memory.tokens import count_tokens
-from omniroute.tables import memories, memory_history
+from omniroute.memory.search.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, backdate
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

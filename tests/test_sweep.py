@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from omniroute.clock import to_iso
-from omniroute.memory.decay import DecayPolicy
+from omniroute.core.clock import to_iso
+from omniroute.core.db.settings_store import SettingsStore
+from omniroute.core.db.tables import memories, memory_history
+from omniroute.memory.life.decay import DecayPolicy
+from omniroute.memory.life.sweep import RetentionSweep
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.settings import MemorySettings
-from omniroute.memory.sweep import RetentionSweep
-from omniroute.settings_store import SettingsStore
-from omniroute.tables import memories, memory_history
 from tests.helpers import backdate as age
 
 pytestmark = pytest.mark.both_stores

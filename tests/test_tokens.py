@@ -2,9 +2,9 @@
 
 import pytest
 
-from omniroute.memory import tokens
-from omniroute.memory.budget import within_budget
 from omniroute.memory.model import Memory
+from omniroute.memory.search import tokens
+from omniroute.memory.search.budget import within_budget
 
 CHINESE = "我喜欢用TypeScript写后端服务，不喜欢Java。"
 JAPANESE = "私はTypeScriptが好きです。バックエンドはGoで書きます。"

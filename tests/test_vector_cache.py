@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from omniroute import migrate
-from omniroute.db import Database
-from omniroute.memory import vector_cache
-from omniroute.memory.vector_cache import VectorCache
-from omniroute.memory.vectors import SqliteVecIndex
+from omniroute.core.db import Database, migrate
+from omniroute.memory.search import vector_cache
+from omniroute.memory.search.vector_cache import VectorCache
+from omniroute.memory.search.vectors import SqliteVecIndex
 
 DIM = 8
 

@@ -1,6 +1,6 @@
 """Memories, their keyword index and what keeps it current."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0001", None
 

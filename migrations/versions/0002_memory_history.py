@@ -1,6 +1,6 @@
 """The audit trail: one row for each create, update and delete of a memory."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0002", "0001"
 

@@ -1,6 +1,6 @@
 """Gateway API keys (hashed) and runtime settings."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0003", "0002"
 

@@ -1,6 +1,6 @@
 """Upstream OpenAI-compatible providers."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0005", "0004"
 

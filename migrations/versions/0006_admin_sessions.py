@@ -1,6 +1,6 @@
 """Studio logins, revocable in every process."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0006", "0005"
 

@@ -1,6 +1,6 @@
 """Texts waiting for fact extraction, so a lost job loses nothing."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0007", "0006"
 

@@ -1,6 +1,6 @@
 """Model files every process reads (the distilled static model)."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0008", "0007"
 

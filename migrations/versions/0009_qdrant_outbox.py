@@ -1,6 +1,6 @@
 """The Qdrant outbox: which memories Qdrant has yet to take or drop."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0009", "0008"
 

@@ -1,6 +1,6 @@
 """Gateway keys' scopes: what a key may do with its memories through MCP."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0011", "0010"
 

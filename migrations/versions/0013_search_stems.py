@@ -3,9 +3,9 @@
 from alembic import op
 from sqlalchemy import text
 
+from omniroute.core.db.migrate import run_sql_step
 from omniroute.memory.model import load_metadata
-from omniroute.memory.stemming import search_stems
-from omniroute.migrate import run_sql_step
+from omniroute.memory.search.stemming import search_stems
 
 revision, down_revision = "0013", "0012"
 BATCH = 1000

@@ -1,6 +1,6 @@
 """Deleted text leaves no trace in the keyword index (SQLite's FTS5 secure-delete)."""
 
-from omniroute.migrate import run_sql_step
+from omniroute.core.db.migrate import run_sql_step
 
 revision, down_revision = "0016", "0015"
 

@@ -6,9 +6,7 @@ import swagger_ui_bundle
 from flask import Blueprint, Flask, request, send_from_directory
 from flask_smorest import Api
 
-from ..auth import require_admin
-from ..errors import ErrorSchema, http_error_response
-from . import (
+from omniroute.api import (
     backends,
     engine,
     health,
@@ -20,8 +18,10 @@ from . import (
     qdrant,
     settings,
 )
-from .operation_ids import OperationIds
-from .spec_errors import ChangesNeedAField, ErrorResponses, register_error_responses
+from omniroute.api.operation_ids import OperationIds
+from omniroute.api.spec_errors import ChangesNeedAField, ErrorResponses, register_error_responses
+from omniroute.core.errors import ErrorSchema, http_error_response
+from omniroute.web.auth import require_admin
 
 DOCS_ASSETS_URL = "/docs/assets/"
 

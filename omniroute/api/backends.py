@@ -6,7 +6,7 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from ..services import services
+from omniroute.services import services
 
 blp = Blueprint("backends", __name__, url_prefix="/api/memory", description="Memory backends")
 

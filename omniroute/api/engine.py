@@ -7,13 +7,12 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from marshmallow.validate import Length, OneOf, Range
 
-from jobs import request_backfill
-
-from ..fields import StrictBoolean
-from ..memory.preview import preview_retrieval
-from ..memory.retrieval import STRATEGIES
-from ..memory.settings import MAX_BUDGET_TOKENS
-from ..services import services
+from omniroute.core.fields import StrictBoolean
+from omniroute.jobs import request_backfill
+from omniroute.memory.search.preview import preview_retrieval
+from omniroute.memory.search.retrieval import STRATEGIES
+from omniroute.memory.settings import MAX_BUDGET_TOKENS
+from omniroute.services import services
 
 blp = Blueprint("memory-engine", __name__, url_prefix="/api/memory", description="Memory engine")
 

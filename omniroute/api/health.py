@@ -6,8 +6,8 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from ..auth import bearer_token, is_admin_token
-from ..services import services
+from omniroute.services import services
+from omniroute.web.auth import bearer_token, is_admin_token
 
 RETRY_AFTER_SECONDS = 5
 

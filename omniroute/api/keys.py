@@ -7,11 +7,11 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf
 
-from ..fields import not_blank
-from ..keys import SCOPES
-from ..memory.erase import erase_owner
-from ..services import services
-from .memory_schemas import SuccessSchema
+from omniroute.api.memory_schemas import SuccessSchema
+from omniroute.core.fields import not_blank
+from omniroute.core.keys import SCOPES
+from omniroute.memory.life.erase import erase_owner
+from omniroute.services import services
 
 blp = Blueprint("keys", __name__, url_prefix="/api/keys", description="Gateway API keys")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow.validate import Length, OneOf, Range
 
-from ..fields import StrictBoolean, Timestamp
-from ..memory.model import MEMORY_TYPES
+from omniroute.core.fields import StrictBoolean, Timestamp
+from omniroute.memory.model import MEMORY_TYPES
 
 MAX_BUDGET = 1_000_000
 

@@ -16,17 +16,8 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from werkzeug.routing import BaseConverter
 
-from ..clock import to_iso
-from ..errors import abort_unknown, error_payload
-from ..memory.backends.base import BackendError, NeedsKey, NewMemory
-from ..memory.backends.serving import ServingMemories
-from ..memory.listing import ListingQuery, filters_from
-from ..memory.model import MemoryFilter
-from ..memory.store import KeyConflict, MemoryNotFound
-from ..memory.verify import verify_pipeline
-from ..services import services
-from .life_schemas import ClearedSchema, ClearQuery
-from .memory_schemas import (
+from omniroute.api.life_schemas import ClearedSchema, ClearQuery
+from omniroute.api.memory_schemas import (
     HealthSchema,
     HistorySchema,
     MemoryCreatedSchema,
@@ -37,6 +28,15 @@ from .memory_schemas import (
     MemoryUpdateSchema,
     SuccessSchema,
 )
+from omniroute.core.clock import to_iso
+from omniroute.core.errors import abort_unknown, error_payload
+from omniroute.memory.backends.base import BackendError, NeedsKey, NewMemory
+from omniroute.memory.backends.serving import ServingMemories
+from omniroute.memory.listing import ListingQuery, filters_from
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.store import KeyConflict, MemoryNotFound
+from omniroute.memory.verify import verify_pipeline
+from omniroute.services import services
 
 blp = Blueprint("memory", __name__, url_prefix="/api/memory", description="Memories")
 

@@ -10,11 +10,7 @@ import logging
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from jobs.runner import run_periodic
-from jobs.schedule import BY_ID
-
-from ..services import services
-from .life_schemas import (
+from omniroute.api.life_schemas import (
     CompactResultSchema,
     CompactSchema,
     PeriodicJobRunSchema,
@@ -22,6 +18,9 @@ from .life_schemas import (
     SummarizeSchema,
     SummaryResultSchema,
 )
+from omniroute.jobs.periodic.schedule import BY_ID
+from omniroute.jobs.periodic.tasks import run_periodic
+from omniroute.services import services
 
 log = logging.getLogger(__name__)
 blp = Blueprint("life", __name__, url_prefix="/api", description="Memory life cycle")

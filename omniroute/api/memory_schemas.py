@@ -5,10 +5,10 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow.validate import Length, OneOf
 
-from ..clock import utc_now
-from ..fields import ChangeSchema, Timestamp, not_blank, plain_json
-from ..memory.model import MEMORY_TYPES
-from ..memory.schemas import MemorySchema
+from omniroute.core.clock import utc_now
+from omniroute.core.fields import ChangeSchema, Timestamp, not_blank, plain_json
+from omniroute.memory.model import MEMORY_TYPES
+from omniroute.memory.schemas import MemorySchema
 
 MAX_CONTENT_CHARS = 65_536
 MAX_KEY_CHARS = 256

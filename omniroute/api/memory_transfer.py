@@ -14,14 +14,14 @@ from flask_smorest import Blueprint
 from marshmallow.validate import Length
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..clock import to_iso, utc_now
-from ..errors import field_details
-from ..memory.listing import ListingQuery, filters_from, iter_live
-from ..memory.model import MEMORY_TYPES
-from ..memory.store import KeyConflict
-from ..services import services
-from .memories import NO_SUCH_KEY, new_memory
-from .memory_schemas import MemoryCreateSchema, MemorySchema
+from omniroute.api.memories import NO_SUCH_KEY, new_memory
+from omniroute.api.memory_schemas import MemoryCreateSchema, MemorySchema
+from omniroute.core.clock import to_iso, utc_now
+from omniroute.core.errors import field_details
+from omniroute.memory.listing import ListingQuery, filters_from, iter_live
+from omniroute.memory.model import MEMORY_TYPES
+from omniroute.memory.store import KeyConflict
+from omniroute.services import services
 
 blp = Blueprint(
     "memory-transfer", __name__, url_prefix="/api/memory", description="Memory export and import"

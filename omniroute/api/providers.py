@@ -6,11 +6,15 @@ import marshmallow as ma
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
-from ..errors import abort_conflict
-from ..providers.schemas import EmbeddingModelSchema, ProviderChangeSchema, ProviderCreateSchema
-from ..sealed import KeyNeeded, keeps_stored_key
-from ..services import services
-from .memory_schemas import SuccessSchema
+from omniroute.api.memory_schemas import SuccessSchema
+from omniroute.core.errors import abort_conflict
+from omniroute.core.providers.schemas import (
+    EmbeddingModelSchema,
+    ProviderChangeSchema,
+    ProviderCreateSchema,
+)
+from omniroute.core.sealed import KeyNeeded, keeps_stored_key
+from omniroute.services import services
 
 blp = Blueprint("providers", __name__, url_prefix="/api/providers", description="Providers")
 

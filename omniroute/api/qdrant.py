@@ -9,16 +9,22 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from jobs import request_qdrant_sync
-
-from ..errors import abort_conflict, abort_invalid
-from ..fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
-from ..memory.embedding.base import EmbeddingError
-from ..memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
-from ..memory.qdrant.connection import QdrantUnavailable
-from ..net import HOST_PATTERN, PATH_PATTERN, PORT_PATTERN, URL_SHAPE, BlockedURL, check_base_url
-from ..sealed import KeyNeeded, keeps_stored_key, masked
-from ..services import services
+from omniroute.core.errors import abort_conflict, abort_invalid
+from omniroute.core.fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
+from omniroute.core.net import (
+    HOST_PATTERN,
+    PATH_PATTERN,
+    PORT_PATTERN,
+    URL_SHAPE,
+    BlockedURL,
+    check_base_url,
+)
+from omniroute.core.sealed import KeyNeeded, keeps_stored_key, masked
+from omniroute.jobs import request_qdrant_sync
+from omniroute.memory.embedding.base import EmbeddingError
+from omniroute.memory.qdrant.config import COLLECTION_PATTERN, QUANTIZATIONS, server_url
+from omniroute.memory.qdrant.connection import QdrantUnavailable
+from omniroute.services import services
 
 blp = Blueprint(
     "qdrant", __name__, url_prefix="/api/settings/qdrant", description="Qdrant vector tier"

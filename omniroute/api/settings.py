@@ -10,14 +10,13 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf
 
-from jobs import request_backfill
-
-from ..errors import abort_unknown
-from ..fields import ChangeSchema, StrictBoolean, StrictNumber, plain_json
-from ..memory import settings as registry
-from ..memory.backends.known import BadBackendConfig, config_json_schema
-from ..providers.schemas import HTTP_URL, guarded_url
-from ..services import services
+from omniroute.core.errors import abort_unknown
+from omniroute.core.fields import ChangeSchema, StrictBoolean, StrictNumber, plain_json
+from omniroute.core.providers.schemas import HTTP_URL, guarded_url
+from omniroute.jobs import request_backfill
+from omniroute.memory import settings as registry
+from omniroute.memory.backends.known import BadBackendConfig, config_json_schema
+from omniroute.services import services
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from apispec import APISpec, BasePlugin
 
-from ..fields import ChangeSchema
+from omniroute.core.fields import ChangeSchema
 
 ERRORS = {
     400: ("BAD_REQUEST", "The body is not JSON, or (on /v1) a field is wrong; `details` name it."),

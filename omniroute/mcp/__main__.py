@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from ..factory import create_app
-from .auth import Caller
-from .server import build_server
+from omniroute.factory import create_app
+from omniroute.mcp.auth import Caller
+from omniroute.mcp.server import build_server
 
 
 def main() -> int:

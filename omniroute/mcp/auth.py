@@ -14,9 +14,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..brake import GuessBrake, Held
-from ..errors import error_payload
-from ..keys import SCOPES, ApiKeyStore
+from omniroute.core.brake import GuessBrake, Held
+from omniroute.core.errors import error_payload
+from omniroute.core.keys import SCOPES, ApiKeyStore
 
 ADMIN_CLIENT = "omniroute-admin"
 # The address of the HTTP client whose token is being checked (set by ClientAddress).

@@ -17,17 +17,17 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from .. import __version__
-from ..clock import to_iso
-from ..keys import READ_MEMORY, WRITE_MEMORY
-from ..memory.backends.base import NewMemory
-from ..memory.budget import within_budget
-from ..memory.model import MemoryFilter
-from ..memory.store import KeyConflict, MemoryNotFound
-from ..memory.tokens import count_tokens
-from ..services import Services
-from ..text_rules import UnstorableText
-from .auth import Caller, GatewayTokenVerifier, current_caller
+from omniroute import __version__
+from omniroute.core.clock import to_iso
+from omniroute.core.keys import READ_MEMORY, WRITE_MEMORY
+from omniroute.core.text_rules import UnstorableText
+from omniroute.mcp.auth import Caller, GatewayTokenVerifier, current_caller
+from omniroute.memory.backends.base import NewMemory
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.search.budget import within_budget
+from omniroute.memory.search.tokens import count_tokens
+from omniroute.memory.store import KeyConflict, MemoryNotFound
+from omniroute.services import Services
 
 _TYPES = Literal["factual", "episodic", "procedural", "semantic"]
 _TYPE_WORDS = (

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..batched import Batched
-from .store import MemoryStore
+from omniroute.core.batched import Batched
+from omniroute.memory.store import MemoryStore
 
 FLUSH_INTERVAL_SECONDS = 1.0
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, or_
 
-from ..sql import folded_position
-from ..tables import memories
-from .model import MemoryFilter
+from omniroute.core.db.sql import folded_position
+from omniroute.core.db.tables import memories
+from omniroute.memory.model import MemoryFilter
 
 
 def not_expired(expires_at: Any, now: Any) -> ColumnElement[bool]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .backfill import Backfill
-from .listing import count_live
-from .retrieval import Retriever
+from omniroute.memory.life.backfill import Backfill
+from omniroute.memory.listing import count_live
+from omniroute.memory.search.retrieval import Retriever
 
 # The keyword index of each dialect, as reports name it.
 KEYWORD_BACKENDS = {"sqlite": "FTS5", "postgresql": "tsvector"}

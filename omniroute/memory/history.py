@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from ..tables import memory_history
-from .model import Memory
+from omniroute.core.db.tables import memory_history
+from omniroute.memory.model import Memory
 
 # The fields whose change is a change a person would call one (not access counts).
 COMPARED = ("type", "key", "content", "metadata", "session_id", "expires_at")

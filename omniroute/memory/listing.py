@@ -14,9 +14,9 @@ import marshmallow as ma
 from marshmallow.validate import OneOf, Range
 from sqlalchemy import Connection, case, func, select, tuple_
 
-from ..tables import memories
-from .model import MEMORY_TYPES, Memory, MemoryFilter, MemoryPage
-from .store import MemoryStore
+from omniroute.core.db.tables import memories
+from omniroute.memory.model import MEMORY_TYPES, Memory, MemoryFilter, MemoryPage
+from omniroute.memory.store import MemoryStore
 
 EXPORT_BATCH = 500
 DEFAULT_PAGE_SIZE = 50

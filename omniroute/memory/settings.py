@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings_store import SettingsStore
-from .retrieval import CHAT_STRATEGIES
+from omniroute.core.db.settings_store import SettingsStore
 
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
+CHAT_STRATEGIES = ("recent", "semantic", "hybrid")  # how a chat retrieves (search.retrieval)
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 
 # The kinds of value a setting takes.

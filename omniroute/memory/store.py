@@ -22,16 +22,16 @@ from sqlalchemy import (
     update,
 )
 
-from ..clock import to_iso, utc_now
-from ..db import Database
-from ..read_cache import ReadCache
-from ..tables import memories
-from ..text_rules import check_fields
-from . import history as audit
-from .conditions import live_matching
-from .model import Memory, MemoryFilter, dump_metadata
-from .stemming import search_stems
-from .vectors import VectorIndex
+from omniroute.core.clock import to_iso, utc_now
+from omniroute.core.db import Database
+from omniroute.core.db.read_cache import ReadCache
+from omniroute.core.db.tables import memories
+from omniroute.core.text_rules import check_fields
+from omniroute.memory import history as audit
+from omniroute.memory.conditions import live_matching
+from omniroute.memory.model import Memory, MemoryFilter, dump_metadata
+from omniroute.memory.search.stemming import search_stems
+from omniroute.memory.search.vectors import VectorIndex
 
 # `get` answers from this cache. Writes in this process invalidate it at once; writes made by
 # other processes (the RQ worker) are seen after at most this many seconds.

@@ -11,10 +11,10 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from .fts import keyword_search
-from .listing import list_page
-from .model import MemoryFilter
-from .store import MemoryStore
+from omniroute.memory.listing import list_page
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.search.fts import keyword_search
+from omniroute.memory.store import MemoryStore
 
 HEALTH_CHECK_OWNER = "health-check"
 TEST_CONTENT = "pipeline verification test"

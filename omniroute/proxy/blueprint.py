@@ -7,9 +7,9 @@ from flask import current_app, g, request
 from flask_smorest import Blueprint, abort
 from werkzeug.exceptions import TooManyRequests
 
-from ..auth import bearer_token
-from ..brake import Held
-from ..services import services
+from omniroute.core.brake import Held
+from omniroute.services import services
+from omniroute.web.auth import bearer_token
 
 blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
 GATEWAY_SECURITY = [{"gatewayKey": []}]

@@ -10,15 +10,15 @@ from typing import Any
 from flask import Response, g, request
 from flask_smorest import abort
 
-from ..handoff import handoff_of
-from ..providers.registry import UnknownProvider, resolve_model
-from ..services import services
-from .blueprint import unknown_model
-from .conversation import StreamedReply, StreamedResponse, reply_text, response_text
-from .injection import Placement, inject, inject_into_input
-from .pipeline import MemoryTurn
-from .relay import PreparedChat, relay_here
-from .upstream import UpstreamFailure, prepare_upstream
+from omniroute.core.handoff import handoff_of
+from omniroute.core.providers.registry import UnknownProvider, resolve_model
+from omniroute.proxy.blueprint import unknown_model
+from omniroute.proxy.conversation import StreamedReply, StreamedResponse, reply_text, response_text
+from omniroute.proxy.injection import Placement, inject, inject_into_input
+from omniroute.proxy.pipeline import MemoryTurn
+from omniroute.proxy.relay import PreparedChat, relay_here
+from omniroute.proxy.upstream import UpstreamFailure, prepare_upstream
+from omniroute.services import services
 
 INJECTED_HEADER = "x-omniroute-memories"
 BACKEND_HEADER = "x-omniroute-memory-backend"  # the backend that served (a remote primary)

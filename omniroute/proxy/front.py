@@ -27,14 +27,14 @@ import anyio
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import error_payload
-from ..handoff import SCOPE_KEY, Handoff
-from ..logs import log_request
-from ..metrics import HTTP_REQUESTS, STREAMS_ENDED
-from .conversation import StreamedReply
-from .relay import STREAM_HEADERS, PreparedChat, broken_stream_event
-from .streams import OpenStreams
-from .upstream import (
+from omniroute.core.errors import error_payload
+from omniroute.core.handoff import SCOPE_KEY, Handoff
+from omniroute.core.logs import log_request
+from omniroute.core.metrics import HTTP_REQUESTS, STREAMS_ENDED
+from omniroute.proxy.conversation import StreamedReply
+from omniroute.proxy.relay import STREAM_HEADERS, PreparedChat, broken_stream_event
+from omniroute.proxy.streams import OpenStreams
+from omniroute.proxy.upstream import (
     UpstreamFailure,
     answer_of,
     fetch_async,

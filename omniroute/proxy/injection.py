@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..memory.model import Memory
+from omniroute.memory.model import Memory
 
 NO_SYSTEM_ROLE = frozenset(
     {"o1", "o1-mini", "o1-preview", "glm", "glmt", "glm-cn", "zai", "qianfan"}

@@ -11,12 +11,18 @@ from flask import Response
 from flask.views import MethodView
 from flask_smorest import abort
 
-from ..providers.registry import UnknownProvider, resolve_model
-from ..services import services
-from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model, unknown_model
-from .routes import model_entry
-from .schemas import EmbeddingRequestSchema, ModelSchema, request_body
-from .upstream import UpstreamFailure, fetch, prepare_upstream
+from omniroute.core.providers.registry import UnknownProvider, resolve_model
+from omniroute.proxy.blueprint import (
+    GATEWAY_SECURITY,
+    bad_field,
+    blp,
+    body_with_model,
+    unknown_model,
+)
+from omniroute.proxy.routes import model_entry
+from omniroute.proxy.schemas import EmbeddingRequestSchema, ModelSchema, request_body
+from omniroute.proxy.upstream import UpstreamFailure, fetch, prepare_upstream
+from omniroute.services import services
 
 EMBEDDINGS_RESPONSE = {
     "200": {

@@ -10,16 +10,15 @@ from typing import Any
 
 from flask import Request
 
-from jobs import request_extraction, request_extraction_of_text
-
-from ..memory.backends.base import SearchQuery
-from ..memory.budget import within_budget
-from ..memory.model import Memory
-from ..memory.tokens import count_tokens
-from ..metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
-from ..providers.registry import Provider
-from ..services import Services
-from .injection import Placement, inject, render
+from omniroute.core.metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
+from omniroute.core.providers.registry import Provider
+from omniroute.jobs import request_extraction, request_extraction_of_text
+from omniroute.memory.backends.base import SearchQuery
+from omniroute.memory.model import Memory
+from omniroute.memory.search.budget import within_budget
+from omniroute.memory.search.tokens import count_tokens
+from omniroute.proxy.injection import Placement, inject, render
+from omniroute.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,11 @@ import httpx
 from flask import Response, stream_with_context
 from flask_smorest import abort
 
-from ..logs import bound_request_id
-from ..providers.registry import Provider
-from ..services import Services
-from .conversation import StreamedReply
-from .pipeline import MemoryTurn
-from .upstream import (
+from omniroute.core.logs import bound_request_id
+from omniroute.core.providers.registry import Provider
+from omniroute.proxy.conversation import StreamedReply
+from omniroute.proxy.pipeline import MemoryTurn
+from omniroute.proxy.upstream import (
     Answer,
     UpstreamFailure,
     answer_of,
@@ -32,6 +31,7 @@ from .upstream import (
     refused,
     relayed_headers,
 )
+from omniroute.services import Services
 
 # What a relayed stream sends besides the provider's headers.
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

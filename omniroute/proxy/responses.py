@@ -11,10 +11,15 @@ from typing import Any
 
 from flask.views import MethodView
 
-from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
-from .conversation import input_user_text
-from .forward import RESPONSES, forward_with_memory
-from .schemas import ResponseObjectSchema, ResponseRequestSchema, relayed_answer, request_body
+from omniroute.proxy.blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
+from omniroute.proxy.conversation import input_user_text
+from omniroute.proxy.forward import RESPONSES, forward_with_memory
+from omniroute.proxy.schemas import (
+    ResponseObjectSchema,
+    ResponseRequestSchema,
+    relayed_answer,
+    request_body,
+)
 
 RESPONSE_RESPONSE = relayed_answer(
     "The provider's response object (OpenAI Responses format), or its server-sent events "

@@ -6,17 +6,17 @@ from typing import Any
 
 from flask.views import MethodView
 
-from ..services import services
-from .blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
-from .conversation import last_user_text
-from .forward import CHAT, forward_with_memory
-from .schemas import (
+from omniroute.proxy.blueprint import GATEWAY_SECURITY, bad_field, blp, body_with_model
+from omniroute.proxy.conversation import last_user_text
+from omniroute.proxy.forward import CHAT, forward_with_memory
+from omniroute.proxy.schemas import (
     ChatCompletionSchema,
     ChatRequestSchema,
     ModelListSchema,
     relayed_answer,
     request_body,
 )
+from omniroute.services import services
 
 COMPLETION_RESPONSE = relayed_answer(
     "The provider's chat completion (OpenAI format), or its server-sent events when "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow.validate import Length, Range
 
-from ..fields import not_blank
+from omniroute.core.fields import not_blank
 
 ANY_CONTENT = "A string, or a list of content parts such as {type: text, text}."
 # One server-sent event, as a client reads it: `data` holds a JSON object (or `[DONE]`, the

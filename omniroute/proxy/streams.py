@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import anyio
 
-from ..activity import ActivityLog
-from ..metrics import CHATS_REJECTED, OPEN_STREAMS
+from omniroute.core.activity import ActivityLog
+from omniroute.core.metrics import CHATS_REJECTED, OPEN_STREAMS
 
 
 class OpenStreams:

@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import httpx
 
-from ..errors import error_payload
-from ..metrics import UPSTREAM_ERRORS
-from ..providers.client import TIMEOUT, UNREACHABLE, ProviderClient, ProviderError
-from ..providers.registry import Provider
+from omniroute.core.errors import error_payload
+from omniroute.core.metrics import UPSTREAM_ERRORS
+from omniroute.core.providers.client import TIMEOUT, UNREACHABLE, ProviderClient, ProviderError
+from omniroute.core.providers.registry import Provider
 
 log = logging.getLogger(__name__)
 

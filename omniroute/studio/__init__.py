@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import login, pages  # noqa: F401  (their routes register on the blueprint)
-from .blueprint import bp
+from omniroute.studio import login, pages  # noqa: F401  (their routes register on the blueprint)
+from omniroute.studio.blueprint import bp
 
 
 def init_app(app: Flask) -> None:

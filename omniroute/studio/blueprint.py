@@ -7,8 +7,8 @@ from urllib.parse import urlsplit
 from flask import Blueprint, abort, make_response, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from ..auth import SAFE_METHODS, check_csrf, csrf_token, session_is_admin
-from ..errors import keep_error_headers
+from omniroute.core.errors import keep_error_headers
+from omniroute.web.auth import SAFE_METHODS, check_csrf, csrf_token, session_is_admin
 
 bp = Blueprint("studio", __name__, url_prefix="/dashboard")
 

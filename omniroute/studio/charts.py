@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..activity import COUNTS, WINDOWS, Step
+from omniroute.core.activity import COUNTS, WINDOWS, Step
 
 WIDTH, HEIGHT = 640, 180
 LEFT, RIGHT, TOP, BOTTOM = 52, 8, 8, 22

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import redirect, render_template, request, url_for
 
-from ..auth import check_admin_token, log_in, log_out, session_is_admin
-from .blueprint import bp, safe_next
+from omniroute.studio.blueprint import bp, safe_next
+from omniroute.web.auth import check_admin_token, log_in, log_out, session_is_admin
 
 
 @bp.get("/")

@@ -9,17 +9,17 @@ from typing import Any
 import marshmallow as ma
 from flask import url_for
 
-from ..memory.backends.base import BackendError
-from ..memory.backends.local import LOCAL_ID
-from ..memory.embedding.base import EmbeddingError
-from ..memory.listing import ListingQuery, filters_from
-from ..memory.preview import preview_retrieval
-from ..memory.qdrant.config import QUANTIZATIONS
-from ..memory.qdrant.connection import QdrantUnavailable
-from ..memory.retrieval import STRATEGIES
-from ..memory.settings import BY_NAME
-from ..sealed import masked
-from ..services import Services
+from omniroute.core.sealed import masked
+from omniroute.memory.backends.base import BackendError
+from omniroute.memory.backends.local import LOCAL_ID
+from omniroute.memory.embedding.base import EmbeddingError
+from omniroute.memory.listing import ListingQuery, filters_from
+from omniroute.memory.qdrant.config import QUANTIZATIONS
+from omniroute.memory.qdrant.connection import QdrantUnavailable
+from omniroute.memory.search.preview import preview_retrieval
+from omniroute.memory.search.retrieval import STRATEGIES
+from omniroute.memory.settings import BY_NAME
+from omniroute.services import Services
 
 PAGE_SIZE = 20
 PREVIEW_LIMIT = 20

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from flask import abort, render_template, request
 
-from ..activity import WINDOWS
-from ..memory import settings as registry
-from ..memory.model import MEMORY_TYPES
-from ..services import services
-from .blueprint import bp
-from .charts import activity_charts, window_totals
-from .memory_tabs import (
+from omniroute.core.activity import WINDOWS
+from omniroute.memory import settings as registry
+from omniroute.memory.model import MEMORY_TYPES
+from omniroute.services import services
+from omniroute.studio.blueprint import bp
+from omniroute.studio.charts import activity_charts, window_totals
+from omniroute.studio.memory_tabs import (
     backends_card,
     compact_card,
     engine_tab,

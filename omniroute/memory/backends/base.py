@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..model import Memory, MemoryPage
+from omniroute.memory.model import Memory, MemoryPage
 
 
 class BackendError(Exception):

@@ -25,8 +25,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ..model import Memory, MemoryPage
-from .base import (
+from omniroute.memory.backends.base import (
     BackendError,
     BackendUnavailable,
     Health,
@@ -34,14 +33,15 @@ from .base import (
     NewMemory,
     SearchQuery,
 )
-from .guarded import NotFound, RemoteBackend
-from .wire import (
+from omniroute.memory.backends.guarded import NotFound, RemoteBackend
+from omniroute.memory.backends.wire import (
     changes_json,
     memories_from_json,
     memory_from_json,
     new_memory_json,
     page_from_json,
 )
+from omniroute.memory.model import Memory, MemoryPage
 
 DEFAULT_TIMEOUT_MS = 30_000
 DEFAULT_ENDPOINTS = {

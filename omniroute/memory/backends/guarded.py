@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from ...net import BlockedURL, pin_base_url
-from .base import BackendError, Health, elapsed_ms
+from omniroute.core.net import BlockedURL, pin_base_url
+from omniroute.memory.backends.base import BackendError, Health, elapsed_ms
 
 
 class NotFound(BackendError):

@@ -12,19 +12,19 @@ from typing import Any
 import httpx
 from marshmallow import ValidationError
 
-from ...fields import header_value
-from ...net import HTTP_URL_PATTERN, BlockedURL, check_base_url
-from .generic import (
+from omniroute.core.fields import header_value
+from omniroute.core.net import HTTP_URL_PATTERN, BlockedURL, check_base_url
+from omniroute.memory.backends.generic import (
     DEFAULT_ENDPOINTS,
     DEFAULT_TIMEOUT_MS,
     QUERY_NAMES,
     GenericConfig,
     GenericMemoryBackend,
 )
-from .notion import DEFAULT_URL as NOTION_URL
-from .notion import NotionBackend
-from .obsidian import DEFAULT_FOLDER, ObsidianBackend
-from .obsidian import DEFAULT_URL as OBSIDIAN_URL
+from omniroute.memory.backends.notion import DEFAULT_URL as NOTION_URL
+from omniroute.memory.backends.notion import NotionBackend
+from omniroute.memory.backends.obsidian import DEFAULT_FOLDER, ObsidianBackend
+from omniroute.memory.backends.obsidian import DEFAULT_URL as OBSIDIAN_URL
 
 PATH_NAMES = ("id", "memoryId")
 # A backend's id: it names the backend in settings, metrics and answers.

@@ -7,12 +7,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..listing import list_page
-from ..model import Memory, MemoryFilter, MemoryPage
-from ..retrieval import Retriever
-from ..settings import MemorySettings
-from ..store import MemoryNotFound, MemoryStore
-from .base import Health, ListQuery, NewMemory, SearchQuery, Stateless, elapsed_ms
+from omniroute.memory.backends.base import (
+    Health,
+    ListQuery,
+    NewMemory,
+    SearchQuery,
+    Stateless,
+    elapsed_ms,
+)
+from omniroute.memory.listing import list_page
+from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
+from omniroute.memory.search.retrieval import Retriever
+from omniroute.memory.settings import MemorySettings
+from omniroute.memory.store import MemoryNotFound, MemoryStore
 
 LOCAL_ID = "local"
 # The names the settings may give it: the reference's "sqlite", and the other dialect's.

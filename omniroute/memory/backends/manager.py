@@ -23,9 +23,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ...metrics import BACKEND_SYNC, FOREIGN_MEMORIES
-from ..model import Memory, MemoryPage
-from .base import BackendError, Health, ListQuery, MemoryBackend, NewMemory, SearchQuery
+from omniroute.core.metrics import BACKEND_SYNC, FOREIGN_MEMORIES
+from omniroute.memory.backends.base import (
+    BackendError,
+    Health,
+    ListQuery,
+    MemoryBackend,
+    NewMemory,
+    SearchQuery,
+)
+from omniroute.memory.model import Memory, MemoryPage
 
 log = logging.getLogger(__name__)
 

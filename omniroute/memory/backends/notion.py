@@ -15,9 +15,7 @@ from typing import Any
 
 import httpx
 
-from ..model import Memory, MemoryPage
-from ..query_words import topic_words
-from .base import (
+from omniroute.memory.backends.base import (
     Health,
     ListQuery,
     NeedsKey,
@@ -25,7 +23,9 @@ from .base import (
     SearchQuery,
     Stateless,
 )
-from .guarded import NotFound, RemoteBackend
+from omniroute.memory.backends.guarded import NotFound, RemoteBackend
+from omniroute.memory.model import Memory, MemoryPage
+from omniroute.memory.search.query_words import topic_words
 
 DEFAULT_URL = "https://api.notion.com/v1"
 NOTION_VERSION = "2022-06-28"

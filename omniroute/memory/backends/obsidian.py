@@ -22,10 +22,8 @@ from urllib.parse import quote
 
 import httpx
 
-from ...clock import now_iso
-from ..model import Memory, MemoryPage
-from ..query_words import topic_words
-from .base import (
+from omniroute.core.clock import now_iso
+from omniroute.memory.backends.base import (
     Health,
     ListQuery,
     NeedsKey,
@@ -33,7 +31,9 @@ from .base import (
     SearchQuery,
     Stateless,
 )
-from .guarded import NotFound, RemoteBackend
+from omniroute.memory.backends.guarded import NotFound, RemoteBackend
+from omniroute.memory.model import Memory, MemoryPage
+from omniroute.memory.search.query_words import topic_words
 
 DEFAULT_URL = "http://localhost:27123"
 DEFAULT_FOLDER = "OmniRoute"

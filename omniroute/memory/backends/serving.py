@@ -8,16 +8,16 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from .. import bulk
-from ..listing import listing, listing_of
-from ..model import Memory, MemoryFilter, MemoryPage
-from ..retrieval import Retriever
-from ..settings import MemorySettings
-from ..store import MemoryNotFound, MemoryStore
-from .base import ListQuery, NewMemory, SearchQuery
-from .local import LOCAL_ID
-from .manager import MemoryManager
-from .setup import BackendSetup
+from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery
+from omniroute.memory.backends.local import LOCAL_ID
+from omniroute.memory.backends.manager import MemoryManager
+from omniroute.memory.backends.setup import BackendSetup
+from omniroute.memory.life import bulk
+from omniroute.memory.listing import listing, listing_of
+from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
+from omniroute.memory.search.retrieval import Retriever
+from omniroute.memory.settings import MemorySettings
+from omniroute.memory.store import MemoryNotFound, MemoryStore
 
 PAGE = 100
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import httpx
 
-from ...sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
-from ..settings import MemorySettings
-from .known import (
+from omniroute.core.sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
+from omniroute.memory.backends.known import (
     BACKEND_ID,
     BACKEND_ID_SHAPE,
     BadBackendConfig,
@@ -28,10 +27,11 @@ from .known import (
     check_config,
     make_backend,
 )
-from .local import LOCAL_ALIASES, LOCAL_ID
-from .manager import MemoryManager, UnknownBackend
-from .notion import DEFAULT_URL as NOTION_URL
-from .obsidian import DEFAULT_URL as OBSIDIAN_URL
+from omniroute.memory.backends.local import LOCAL_ALIASES, LOCAL_ID
+from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
+from omniroute.memory.backends.notion import DEFAULT_URL as NOTION_URL
+from omniroute.memory.backends.obsidian import DEFAULT_URL as OBSIDIAN_URL
+from omniroute.memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
 

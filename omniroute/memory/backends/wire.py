@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import Memory, MemoryPage
-from .base import BackendError, NewMemory
+from omniroute.memory.backends.base import BackendError, NewMemory
+from omniroute.memory.model import Memory, MemoryPage
 
 
 def memory_from_json(value: Any) -> Memory:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 from cachetools import TTLCache
 
-from .base import Embedder
+from omniroute.memory.embedding.base import Embedder
 
 
 class CachedEmbedder:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...providers.client import (
+from omniroute.core.providers.client import (
     NO_KEY,
     RATE_LIMITED,
     TIMEOUT,
     ProviderClient,
     ProviderError,
 )
-from ...providers.registry import Provider
-from .base import EmbeddingError, normalised
+from omniroute.core.providers.registry import Provider
+from omniroute.memory.embedding.base import EmbeddingError, normalised
 
 # How each failure of the call reads as an embedding error's kind.
 ERROR_KINDS = {NO_KEY: "no_key", RATE_LIMITED: "rate_limited", TIMEOUT: "timeout"}

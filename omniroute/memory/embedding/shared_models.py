@@ -15,9 +15,9 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from ...clock import now_iso
-from ...db import Database
-from ...tables import model_files
+from omniroute.core.clock import now_iso
+from omniroute.core.db import Database
+from omniroute.core.db.tables import model_files
 
 
 class SharedModels:

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...providers.client import ProviderClient
-from ...providers.registry import Provider, ProviderStore
-from .base import Embedder, EmbeddingError
-from .cache import CachedEmbedder
-from .remote import RemoteEmbedder
-from .shared_models import SharedModels
-from .static_model import (
+from omniroute.core.providers.client import ProviderClient
+from omniroute.core.providers.registry import Provider, ProviderStore
+from omniroute.memory.embedding.base import Embedder, EmbeddingError
+from omniroute.memory.embedding.cache import CachedEmbedder
+from omniroute.memory.embedding.remote import RemoteEmbedder
+from omniroute.memory.embedding.shared_models import SharedModels
+from omniroute.memory.embedding.static_model import (
     StaticEmbedder,
     build_state,
     can_distill,
@@ -29,7 +29,7 @@ from .static_model import (
     is_building,
     is_static_model,
 )
-from .transformers_model import (
+from omniroute.memory.embedding.transformers_model import (
     LOCAL_MODEL_PACKAGES,
     SLIM_INSTALL,
     TransformersEmbedder,

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ...clock import to_iso
-from .base import normalised
-from .transformers_model import LOCAL_MODEL_PACKAGES, default_model_path, missing_packages
+from omniroute.core.clock import to_iso
+from omniroute.memory.embedding.base import normalised
+from omniroute.memory.embedding.transformers_model import (
+    LOCAL_MODEL_PACKAGES,
+    default_model_path,
+    missing_packages,
+)
 
 log = logging.getLogger(__name__)
 

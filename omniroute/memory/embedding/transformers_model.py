@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import normalised
+from omniroute.memory.embedding.base import normalised
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 BATCH_SIZE = 32

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...sealed import SecretBox
-from ...settings_store import SettingsStore
+from omniroute.core.db.settings_store import SettingsStore
+from omniroute.core.sealed import SecretBox
 
 QUANTIZATIONS = ("none", "int8", "binary")
 DEFAULT_COLLECTION = "omniroute_memory"

@@ -27,8 +27,8 @@ import httpx
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ...net import BlockedURL, PinnedURL, pin_base_url
-from .config import QdrantConfig
+from omniroute.core.net import BlockedURL, PinnedURL, pin_base_url
+from omniroute.memory.qdrant.config import QdrantConfig
 
 log = logging.getLogger(__name__)
 

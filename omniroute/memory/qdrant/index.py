@@ -21,8 +21,8 @@ import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
-from .config import QdrantConfig
-from .connection import QdrantConnection, QdrantUnavailable
+from omniroute.memory.qdrant.config import QdrantConfig
+from omniroute.memory.qdrant.connection import QdrantConnection, QdrantUnavailable
 
 BATCH = 256
 FACET_LIMIT = 100_000  # tenants a verify can tell apart

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, and_, delete, func, literal, select, update
 
-from ...clock import now_iso
-from ...db import Database
-from ...tables import memories, qdrant_outbox
+from omniroute.core.clock import now_iso
+from omniroute.core.db import Database
+from omniroute.core.db.tables import memories, qdrant_outbox
 
 UPSERT, DELETE = "upsert", "delete"
 MARK_ALL_BATCH = 5000  # memories marked per transaction: a short hold on the write lock

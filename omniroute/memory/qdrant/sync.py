@@ -20,19 +20,16 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from ...clock import to_iso
-from ...settings_store import SettingsStore
-from ...tables import memories
-from ..conditions import not_expired
-from ..embedding.base import EmbeddingError, signature
-from ..embedding.sources import EmbeddingSources
-from ..model import Memory
-from ..settings import MemorySettings
-from ..store import MemoryStore
-from ..vectors import VectorIndex
-from .config import QdrantConfig, QdrantSettings
-from .connection import QdrantUnavailable
-from .index import (
+from omniroute.core.clock import to_iso
+from omniroute.core.db.settings_store import SettingsStore
+from omniroute.core.db.tables import memories
+from omniroute.memory.conditions import not_expired
+from omniroute.memory.embedding.base import EmbeddingError, signature
+from omniroute.memory.embedding.sources import EmbeddingSources
+from omniroute.memory.model import Memory
+from omniroute.memory.qdrant.config import QdrantConfig, QdrantSettings
+from omniroute.memory.qdrant.connection import QdrantUnavailable
+from omniroute.memory.qdrant.index import (
     Point,
     QdrantIndex,
     collection_name,
@@ -40,7 +37,10 @@ from .index import (
     stale_filter,
     tenant_filter,
 )
-from .outbox import UPSERT, Entry, QdrantOutbox
+from omniroute.memory.qdrant.outbox import UPSERT, Entry, QdrantOutbox
+from omniroute.memory.search.vectors import VectorIndex
+from omniroute.memory.settings import MemorySettings
+from omniroute.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
 

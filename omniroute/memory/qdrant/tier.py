@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..embedding.base import EmbeddingError
-from ..model import MemoryFilter
-from .connection import Health, QdrantUnavailable
-from .index import live_filter, unix
-from .sync import QdrantSync
+from omniroute.memory.embedding.base import EmbeddingError
+from omniroute.memory.model import MemoryFilter
+from omniroute.memory.qdrant.connection import Health, QdrantUnavailable
+from omniroute.memory.qdrant.index import live_filter, unix
+from omniroute.memory.qdrant.sync import QdrantSync
 
 HEALTH_CACHE_SECONDS = 5.0
 

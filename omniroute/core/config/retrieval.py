@@ -1,0 +1,58 @@
+"""The environment settings of how retrieval ranks (config.py adds them to its registry):
+fixed for the life of a process, chosen on the LoCoMo development split (bench/)."""
+
+from __future__ import annotations
+
+from omniroute.core.config.values import Setting, choice, fraction, positive_int
+
+RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "MEMORY_VEC_TOP_K",
+        100,
+        "Nearest neighbours a vector search takes before fusion (the reference's 20 lost recall "
+        "on the LoCoMo development split).",
+        positive_int,
+    ),
+    Setting(
+        "MEMORY_FUSION",
+        "blend",
+        "How hybrid retrieval merges keyword and vector results: `blend` (min-max normalised "
+        "scores, weighted by MEMORY_BLEND_KEYWORD_WEIGHT) or `rrf` (reciprocal rank fusion, as "
+        "the reference does).",
+        choice("blend", "rrf"),
+    ),
+    Setting(
+        "MEMORY_RRF_K",
+        60,
+        "The k constant of reciprocal rank fusion (when fusion is `rrf`).",
+        positive_int,
+    ),
+    Setting(
+        "MEMORY_VEC_CACHE_MIN_VECTORS",
+        5_000,
+        "On SQLite, a key with at least this many memories is searched from a matrix in the "
+        "searching process's RAM (exact: about 12 ms at 100k on one core instead of "
+        "sqlite-vec's 75), built in the background and caught up from every process's writes.",
+        positive_int,
+    ),
+    Setting(
+        "MEMORY_VEC_CACHE_MB",
+        1024,
+        "The most RAM those matrices take in one process (a 100k-memory key of 256-dimension "
+        "vectors takes 100 MB); a key past it stays with sqlite-vec.",
+        positive_int,
+    ),
+    Setting(
+        "MEMORY_BLEND_KEYWORD_WEIGHT",
+        0.7,
+        "The keyword side's share of a hybrid `blend` score (the vector side has the rest).",
+        fraction,
+    ),
+    Setting(
+        "MEMORY_RELEVANCE_FLOOR",
+        0.4,
+        "A memory is injected only when its score is at least this share of the best one's "
+        "(0 injects what the budget holds).",
+        fraction,
+    ),
+)

@@ -1,0 +1,105 @@
+"""Memory job functions: fact extraction after a chat, vectors for memories that need them,
+and the Qdrant dual-write.
+
+RQ (or the in-process pool) imports them by the dotted names in jobs/__init__.py.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import current_app
+from rq import get_current_job
+
+from omniroute.core.metrics import counted
+from omniroute.jobs import request_backfill
+from omniroute.memory.embedding.static_model import (
+    BuildInProgress,
+    build_default_static,
+    default_static_path,
+)
+from omniroute.services import services
+
+log = logging.getLogger(__name__)
+
+
+@counted("extract-facts")
+def extract_facts(entry_id: str, *text_job: str) -> int:
+    """Store the facts of one extraction outbox row, and delete the row; return how many.
+
+    A job queued before the outbox (or when its row could not be written) carries the text
+    itself: (api_key_id, session_id, text, source).
+    """
+    svc = services()
+    if text_job:
+        session_id, text, source = text_job
+        count = svc.outbox.store_text(entry_id, session_id, text, source)
+    else:
+        count = svc.outbox.process(entry_id) or 0
+    job = get_current_job()
+    log.info("job %s: %d facts", job.id if job else "in-process", count)
+    svc.activity.add("extractions")
+    svc.activity.add("facts", count)
+    if job is not None:
+        # An RQ work horse exits when the job returns; in-process, the batch's timer writes
+        # (a flush per job would be a write transaction per chat turn beside the requests).
+        svc.activity.flush()
+    return count
+
+
+@counted("backfill-vectors")
+def backfill_vectors() -> int:
+    """Embed every memory that still needs a vector; return how many got one."""
+    progress = services().backfill.run()
+    _report(
+        f"{progress.processed} memories embedded, {progress.errors} errors",
+        progress.processed or progress.errors,
+        progress.reason,
+    )
+    return progress.processed
+
+
+@counted("sync-qdrant")
+def sync_qdrant() -> int:
+    """Write to Qdrant what the outbox holds (a backfill too); return the points changed.
+
+    A failure raises (SyncStopped), so the job is retried; the rows stay marked either way."""
+    progress = services().qdrant.sync.run()
+    _report(
+        f"Qdrant {progress.upserted} points written, {progress.deleted} deleted",
+        progress.upserted or progress.deleted,
+        progress.reason,
+    )
+    return progress.upserted + progress.deleted
+
+
+def _report(summary: str, news: int, reason: str | None) -> None:
+    """Log what a job did; a run that had nothing to do is no news at INFO."""
+    job = get_current_job()
+    log.log(
+        logging.INFO if news else logging.DEBUG,
+        "job %s: %s%s",
+        job.id if job else "in-process",
+        summary,
+        f" ({reason})" if reason else "",
+    )
+
+
+@counted("build-static-model")
+def build_static_model() -> str | None:
+    """Distill the default static embedding model, keep it in the database for every process,
+    then embed the memories with it. A model another process built is restored instead."""
+    svc = services()
+    target = default_static_path(current_app.config["DATA_DIR"])
+    if svc.shared_models.restore(target):
+        log.info("static embedding model restored from the database into %s", target)
+    else:
+        try:
+            build_default_static(current_app.config["DATA_DIR"])
+        except BuildInProgress as exc:
+            log.info("static model: %s; leaving it to that build", exc)
+            return None
+        svc.shared_models.publish(target)
+        log.info("static embedding model built into %s and kept in the database", target)
+    request_backfill(svc.jobs)
+    return str(target)

@@ -1,0 +1,123 @@
+"""The embedding backfill: give every memory that needs one a vector, in batches.
+
+It runs by itself after writes and at start (the reference only ran it when a button was
+pressed). Rows are read, embedded outside any transaction (embedding is slow), then written
+only if their text is still what was embedded, so a concurrent edit never gets a stale vector.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from sqlalchemy import and_, func, select, update
+
+from omniroute.core.db.tables import memories
+from omniroute.memory.conditions import not_expired
+from omniroute.memory.embedding.base import EmbeddingError, signature
+from omniroute.memory.embedding.sources import EmbeddingSources
+from omniroute.memory.search.vectors import VectorIndex
+from omniroute.memory.settings import MemorySettings
+from omniroute.memory.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 64
+
+
+@dataclass
+class Progress:
+    running: bool = False
+    processed: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    reason: str | None = None  # why the last run stopped early, if it did
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Backfill:
+    store: MemoryStore
+    index: VectorIndex
+    sources: EmbeddingSources
+    settings: MemorySettings
+    progress: Progress = field(default_factory=Progress)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pending(self) -> int:
+        """Live memories still waiting for a vector."""
+        with self.store.db.read() as conn:
+            return conn.execute(
+                select(func.count()).where(
+                    memories.c.needs_reindex == 1,
+                    not_expired(memories.c.expires_at, self.store.now()),
+                )
+            ).scalar_one()
+
+    def mark_all_for_reindex(self) -> None:
+        """Give every memory a new vector on the next run (force reindex)."""
+        with self.store.db.write() as conn:
+            conn.execute(update(memories).values(needs_reindex=1))
+
+    def run(self, max_batches: int | None = None) -> Progress:
+        """Embed pending memories until none is left (or `max_batches` ran)."""
+        if not self.store.db.vectors.available:
+            vectors = self.store.db.vectors
+            self.progress.reason = f"{vectors.backend} is not available: {vectors.error}"
+            return self.progress
+        with self._lock:  # one run at a time in this process
+            self.progress = Progress(running=True)
+            try:
+                batches = 0
+                while max_batches is None or batches < max_batches:
+                    if not self._batch():
+                        break
+                    batches += 1
+            finally:
+                self.progress.running = False
+        return self.progress
+
+    def _batch(self) -> bool:
+        resolution = self.sources.resolve(self.settings.get())
+        embedder = resolution.embedder
+        if embedder is None:
+            self.progress.reason = f"no embedding source ({resolution.reason})"
+            return False
+        with self.store.db.write() as conn:
+            if self.index.prepare(conn, signature(embedder, self.index.quantization), embedder.dim):
+                log.info("vector index reset for %s", signature(embedder, self.index.quantization))
+            rows = conn.execute(
+                select(memories.c.seq, memories.c.api_key_id, memories.c.content)
+                .where(
+                    memories.c.needs_reindex == 1,
+                    not_expired(memories.c.expires_at, self.store.now()),
+                )
+                .order_by(memories.c.created_at)
+                .limit(BATCH_SIZE)
+            ).all()
+        if not rows:
+            return False
+        try:
+            vectors = embedder.embed([content for _, _, content in rows])
+        except EmbeddingError as exc:
+            self.progress.errors += len(rows)
+            self.progress.last_error = f"{exc.kind}: {exc}"
+            self.progress.reason = self.progress.last_error
+            log.warning("embedding backfill stopped: %s", self.progress.last_error)
+            return False
+        with self.store.db.write() as conn:
+            unchanged = []
+            for (seq, owner, content), vector in zip(rows, vectors, strict=True):
+                result = conn.execute(
+                    update(memories)
+                    .where(and_(memories.c.seq == seq, memories.c.content == content))
+                    .values(needs_reindex=0)
+                )
+                if result.rowcount == 1:
+                    unchanged.append((seq, owner, vector))
+            self.index.upsert(conn, unchanged)
+        self.progress.processed += len(unchanged)
+        return True

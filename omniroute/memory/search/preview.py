@@ -1,0 +1,75 @@
+"""Preview a retrieval: what the gateway would inject for a query, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from omniroute.memory.search.budget import within_budget
+from omniroute.memory.search.retrieval import Retriever
+from omniroute.memory.search.tokens import count_tokens
+from omniroute.memory.settings import MAX_BUDGET_TOKENS
+
+
+def preview_retrieval(
+    retriever: Retriever,
+    settings: Mapping[str, Any],
+    *,
+    api_key_id: str,
+    query: str,
+    strategy: str,
+    max_tokens: int,
+    limit: int,
+    session_id: str | None = None,
+) -> dict[str, Any]:
+    """Rank the key's memories as the gateway would, with each one's scores and the budget.
+
+    `settings` are the memory settings the gateway would use; `strategy` and `max_tokens`
+    stand in for theirs. Changes nothing: no access is counted.
+    """
+    ranking = retriever.rank(
+        api_key_id=api_key_id,
+        query=query,
+        settings=settings,
+        strategy=strategy,
+        session_id=session_id,
+    )
+    relevant = ranking.relevant(retriever.options.relevance_floor)
+    kept = {memory.id for memory in relevant}
+    injected = {memory.id for memory in within_budget(relevant, max_tokens)}
+    return {
+        "memories": [
+            {
+                "id": item.memory.id,
+                "type": item.memory.type,
+                "key": item.memory.key,
+                "content": item.memory.content,
+                "score": item.score,
+                "tokens": count_tokens(item.memory.content),
+                "tier": item.tier,
+                "vecScore": item.vec_score,
+                "ftsScore": item.fts_score,
+                "decay": item.decay,
+                "injected": item.memory.id in injected,
+                "belowFloor": item.memory.id not in kept,
+            }
+            for item in ranking.items[:limit]
+        ],
+        "resolution": {
+            "embeddingSource": ranking.embedding_source,
+            "embeddingModel": ranking.embedding_model,
+            "vectorStore": ranking.vector_store or retriever.vector_store,
+            "strategyUsed": ranking.strategy_used,
+            "fusion": retriever.options.fusion,
+            "relevanceFloor": retriever.options.relevance_floor,
+            "rerankApplied": ranking.rerank_applied,
+            "rerankError": ranking.rerank_error,
+            "fallbackReason": ranking.fallback_reason,
+        },
+        "totalTokensUsed": sum(
+            count_tokens(item.memory.content)
+            for item in ranking.items
+            if item.memory.id in injected
+        ),
+        "budgetMaxTokens": min(max_tokens, MAX_BUDGET_TOKENS),
+    }

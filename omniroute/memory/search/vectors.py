@@ -1,0 +1,169 @@
+"""Memory vectors: the index's shared record, and sqlite-vec's vec0 table partitioned by owner.
+
+Every index keys its rows by memories.seq and searches inside one tenant (the reference
+took a global top-k and filtered afterwards, starving every tenant but the largest).
+memory_vec_meta records the embedding signature the vectors were made with; a new signature
+rebuilds the index and marks every memory for re-embedding. On SQLite the owner is the vec0
+partition key, and a large key's searches can be served from RAM (vector_cache.py), for
+which every vector write is logged; PostgreSQL's pgvector index is in pgvector.py.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import Connection, select, update
+
+from omniroute.core.clock import now_iso
+from omniroute.core.db.tables import memories, memory_vec_meta
+from omniroute.memory.search.vector_cache import VECTORS as TABLE
+from omniroute.memory.search.vector_cache import VectorCache, record_changes
+
+QUANTIZATIONS = ("none", "int8")
+
+
+@dataclass(frozen=True)
+class VectorMeta:
+    active_dim: int | None
+    signature: str | None
+    last_reset_at: str | None
+    loaded: bool
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+class VectorIndex(ABC):
+    """What every vector index does; the record of its signature is shared."""
+
+    quantization = "none"
+    cache: VectorCache | None = None  # large keys' vectors in RAM (SQLite's index only)
+
+    def meta(self, conn: Connection) -> VectorMeta:
+        row = conn.execute(select(memory_vec_meta)).mappings().one()
+        return VectorMeta(
+            row["active_dim"],
+            row["embedding_signature"],
+            row["last_reset_at"],
+            bool(row["vec_loaded"]),
+        )
+
+    def record_reset(self, conn: Connection, signature: str, dim: int) -> None:
+        """Every memory needs a vector of the new signature: record it, mark them all."""
+        conn.execute(update(memories).values(needs_reindex=1))
+        conn.execute(
+            update(memory_vec_meta).values(
+                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso(), vec_loaded=1
+            )
+        )
+
+    @abstractmethod
+    def exists(self, conn: Connection) -> bool: ...
+
+    @abstractmethod
+    def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
+        """Make the index hold vectors of this signature; True when it had to be rebuilt."""
+        ...
+
+    @abstractmethod
+    def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
+        """Store (seq, owner, vector) rows, replacing any vector a seq had."""
+        ...
+
+    @abstractmethod
+    def delete(self, conn: Connection, seqs: list[int]) -> None: ...
+
+    @abstractmethod
+    def search(
+        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        """The owner's k nearest vectors as (seq, cosine similarity), best first."""
+        ...
+
+    @abstractmethod
+    def count(self, conn: Connection) -> int: ...
+
+    def stored(self, conn: Connection, seqs: list[int]) -> dict[int, np.ndarray]:
+        """The full-precision vectors held for these seqs (none when quantised)."""
+        if not seqs or self.quantization != "none" or not self.exists(conn):
+            return {}
+        return {seq: np.frombuffer(blob, dtype="<f4") for seq, blob in self._blobs(conn, seqs)}
+
+    @abstractmethod
+    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+        """(seq, little-endian float32 bytes) of the vectors held for these seqs."""
+        ...
+
+
+class SqliteVecIndex(VectorIndex):
+    """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
+
+    def __init__(self, quantization: str = "none", cache: VectorCache | None = None) -> None:
+        """`cache` holds large keys' vectors in RAM for their searches (float32 only)."""
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}")
+        self.quantization = quantization
+        self.cache = cache if quantization == "none" else None
+        # int8 vectors are stored quantised; queries are quantised the same way.
+        self._value = "vec_quantize_int8(?, 'unit')" if quantization == "int8" else "?"
+
+    def exists(self, conn: Connection) -> bool:
+        found = conn.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
+        ).first()
+        return found is not None
+
+    def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
+        if self.meta(conn).signature == signature and self.exists(conn):
+            return False
+        element = "int8" if self.quantization == "int8" else "float"
+        conn.exec_driver_sql(f"DROP TABLE IF EXISTS {TABLE}")
+        conn.exec_driver_sql(
+            f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
+            f"owner TEXT PARTITION KEY, embedding {element}[{dim}] distance_metric=cosine)"
+        )
+        self.record_reset(conn, signature, dim)
+        return True
+
+    def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
+        self.delete(conn, [seq for seq, _, _ in items])
+        conn.exec_driver_sql(
+            f"INSERT INTO {TABLE} (rowid, owner, embedding) VALUES (?, ?, {self._value})",
+            [(seq, owner, _blob(vector)) for seq, owner, vector in items],
+        )
+        record_changes(conn, [seq for seq, _, _ in items])
+
+    def delete(self, conn: Connection, seqs: list[int]) -> None:
+        if seqs and self.exists(conn):
+            conn.exec_driver_sql(f"DELETE FROM {TABLE} WHERE rowid = ?", [(seq,) for seq in seqs])
+            record_changes(conn, seqs)
+
+    def search(
+        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
+        if not self.exists(conn):
+            return []
+        if self.cache is not None:
+            held = self.cache.search(conn, owner, vector, k)
+            if held is not None:
+                return held
+        rows = conn.exec_driver_sql(
+            f"SELECT rowid, distance FROM {TABLE} "
+            f"WHERE embedding MATCH {self._value} AND owner = ? AND k = ? ORDER BY distance",
+            (_blob(vector), owner, k),
+        ).all()
+        return [(seq, 1.0 - distance) for seq, distance in rows]
+
+    def count(self, conn: Connection) -> int:
+        if not self.exists(conn):
+            return 0
+        return conn.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").scalar_one()
+
+    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+        marks = ", ".join("?" * len(seqs))
+        return conn.exec_driver_sql(
+            f"SELECT rowid, embedding FROM {TABLE} WHERE rowid IN ({marks})", tuple(seqs)
+        ).all()

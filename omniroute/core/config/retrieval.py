@@ -31,8 +31,8 @@ RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
         "MEMORY_VEC_CACHE_MIN_VECTORS",
         5_000,
         "On SQLite, a key with at least this many memories is searched from a matrix in the "
-        "searching process's RAM (exact: about 12 ms at 100k on one core instead of "
-        "sqlite-vec's 75), built in the background and caught up from every process's writes.",
+        "searching process's RAM (exact, and several times faster than sqlite-vec's scan), "
+        "built in the background and caught up from every process's writes.",
         positive_int,
     ),
     Setting(

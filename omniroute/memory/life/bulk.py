@@ -20,7 +20,7 @@ from omniroute.memory.conditions import matching
 from omniroute.memory.model import Memory, MemoryFilter
 from omniroute.memory.store import MemoryStore
 
-# About 20 ms of write lock a batch at 100k memories with vectors (bench/sweep.py).
+# A batch holds the write lock briefly, even in a large key (docs/benchmarks.md).
 DELETE_BATCH = 50
 MAX_PAUSE_SECONDS = 0.05
 

@@ -97,7 +97,7 @@ def _fts5_sql(by_session: bool, by_age: bool, pooled: bool) -> str:
     each before the sort doubled the search at 100k memories); the last column says how
     many were pooled, so a caller whose filters left too few asks again unpooled. CROSS
     JOIN keeps FTS5 as the outer loop: SQLite would otherwise scan the owner's rows and run
-    the MATCH once for each (670 ms instead of 5 ms at 10k memories). SQLAlchemy cannot say
+    the MATCH once for each (docs/benchmarks.md has the cost). SQLAlchemy cannot say
     CROSS JOIN or MATERIALIZED, so the statement is text; its row conditions are the core's
     own, compiled once here.
     """

@@ -331,7 +331,7 @@ class Retriever:
         if not similar:
             return []
         # The hits first, by their key, then the conditions on those few: given both at once,
-        # SQLite's planner walked the owner's index instead (21 ms at 100k memories, not 1).
+        # SQLite's planner walked the owner's index instead (docs/benchmarks.md has the cost).
         hit = select(memories).where(column.in_(similar)).cte("hit").prefix_with("MATERIALIZED")
         on_hits = ClauseAdapter(hit)
         conditions = [on_hits.traverse(c) for c in self.store.live_conditions(live)]

@@ -3,8 +3,8 @@
 The tsvector is the `simple` configuration's split of `search_stems` (migrations/postgresql/
 0013), the Snowball stems that stemming.py made in the memory's language, as FTS5 indexes
 them on SQLite; the query is its stems OR-ed, parsed by the same configuration. Ranked by
-ts_rank, chosen on the LoCoMo development split over ts_rank_cd: keyword recall@10 0.602
-against 0.584 (held-out 0.575 against 0.549), in 4.0 ms a question instead of 7.1.
+ts_rank, chosen on the LoCoMo development split over ts_rank_cd: it found more and took
+less time (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Large keys' vectors in RAM: an exact cosine search several times faster than sqlite-vec's.
 
-sqlite-vec scans a key's whole partition for every query (about 75 ms at 100k memories on
-two cores); numpy multiplies the same vectors, held in one float32 matrix, in about 12 ms,
-with the same result. So a process keeps a matrix for each key of at least `min_vectors`
+sqlite-vec scans a key's whole partition for every query; numpy multiplies the same vectors,
+held in one float32 matrix, several times faster with the same result (docs/benchmarks.md
+has the figures). So a process keeps a matrix for each key of at least `min_vectors`
 vectors that it searches, up to `max_bytes` in all. The vector table stays the truth: a
 matrix is derived from it, built in the background the first time the key is searched
 (sqlite-vec answers meanwhile), and caught up before every search from `vector_changes`,
@@ -11,8 +11,7 @@ that has fallen behind the log's pruned head, or whose index was rebuilt for ano
 model, is built again.
 
 A process with such a cache multiplies on one BLAS thread: on two cores OpenBLAS's second
-thread ran against hybrid's keyword search beside it (hybrid p95 at 100k 70 ms, on one
-thread 55).
+thread ran against hybrid's keyword search beside it and made hybrid slower.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from rq.utils import import_attribute
+
+import omniroute.jobs as jobs_package
+from omniroute.jobs.periodic.schedule import PERIODIC_JOBS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("omniroute",)
@@ -214,3 +218,15 @@ def test_importing_the_memory_core_loads_no_flask_and_no_face():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_every_job_named_by_its_dotted_path_exists():
+    """Jobs reach RQ by dotted path (RQ stores the path, and the queue's module cannot import
+    the job functions, which import it): each path must name a function, or a job fails
+    only when a worker takes it."""
+    paths = [
+        value for name, value in vars(jobs_package).items() if name.isupper() and "." in str(value)
+    ]
+    paths += [job.task for job in PERIODIC_JOBS]
+    assert len(paths) >= 7
+    assert [path for path in paths if not callable(import_attribute(path))] == []

@@ -285,7 +285,7 @@ class Services:
 
     def _scheduler_mode(self, config) -> str:
         if config["REDIS_URL"] and config["SCHEDULER"] == "auto":
-            return "clock process (rq cron jobs.cron) on Redis"
+            return "clock process (rq cron omniroute.jobs.cron) on Redis"
         if config["SCHEDULER"] == "off":
             return "off: only the clock process or `flask jobs run`"
         return "a thread of the web process (one per data dir)"

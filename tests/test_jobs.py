@@ -296,7 +296,7 @@ def test_a_worker_whose_stop_goes_astray_still_ends_before_the_platforms_sigkill
     # `except` on the way once swallowed it, and the worker took later jobs after its SIGTERM.
     # Here the stop is swallowed on purpose: the worker must still end within the deadline.
     script = (
-        "from jobs.worker import GatewayWorker, run_worker\n"
+        "from omniroute.jobs.worker import GatewayWorker, run_worker\n"
         "from app import app\n"
         "GatewayWorker.stop_deadline = 2\n"
         # As if StopRequested were swallowed, and the flag RQ's loop checks never seen.

@@ -1,4 +1,4 @@
-"""RQ's cron configuration: `rq cron jobs.cron` (the Procfile's `clock` process).
+"""RQ's cron configuration: `rq cron omniroute.jobs.cron` (the Procfile's `clock` process).
 
 It enqueues every periodic job on the default queue at its interval (read from the same
 environment settings as the app); a worker runs it. Two clock processes at once are safe:

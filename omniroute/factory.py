@@ -44,7 +44,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         app.config.from_mapping(test_config)
     app.config["DATABASE_URL"] = database_url(app.config)
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
-    # The job functions (jobs/) log what they did, at the same level.
+    # The package logs at LOG_LEVEL: its job functions (omniroute/jobs) too.
     logs.configure(app.config["LOG_LEVEL"], app.config["LOG_FORMAT"], (PACKAGE,))
     tokens.use_counter(app.config["TOKEN_COUNTER"])
 

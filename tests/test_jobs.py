@@ -8,14 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from rq import Queue
+from rq import Queue, Worker
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
 from sqlalchemy import update
 
 from omniroute.core.clock import to_iso
 from omniroute.core.db.tables import extraction_outbox
-from omniroute.jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, queue, requeue_stale_extractions
+from omniroute.jobs import EXTRACT_FACTS, EXTRACTION_QUEUE, QUEUES, queue, requeue_stale_extractions
+from omniroute.jobs.worker import GatewayWorker
 from omniroute.memory.model import MemoryFilter
 from tests import job_functions
 from tests.helpers import REDIS_TEST_URL, environment, eventually, stop
@@ -320,6 +321,20 @@ def test_a_worker_whose_stop_goes_astray_still_ends_before_the_platforms_sigkill
         finally:
             stop(worker)
         assert "still running 2 s after its stop; ending the process" in log_text(log)
+
+
+def test_a_worker_registers_again_when_a_restart_left_only_a_scrap_of_its_record(redis_db):
+    # A Redis restart under a heartbeat: redis-py retried its write on the new server, which
+    # then held the worker's key with one field and no entry in the registry of workers; the
+    # worker saw its key and never registered again, so no process listed it (a flaky
+    # test_dynos run found this).
+    worker = GatewayWorker(list(QUEUES), connection=redis_db)
+    worker.register_birth()
+    redis_db.flushdb()  # the restart
+    redis_db.hset(worker.key, "last_heartbeat", "2026-12-02T15:03:02Z")  # the retried write
+    worker.heartbeat()
+    assert [w.name for w in Worker.all(connection=redis_db)] == [worker.name]
+    assert Worker.find_by_key(worker.key, connection=redis_db).birth_date is not None
 
 
 def test_the_engine_status_says_where_jobs_run(make_app, redis_db):

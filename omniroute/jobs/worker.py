@@ -12,6 +12,7 @@ import click
 import redis
 from flask import Flask
 from rq.worker import HerokuWorker
+from rq.worker_registration import REDIS_WORKER_KEYS
 
 from omniroute.jobs import QUEUES
 from omniroute.jobs.queue import JOB_HEARTBEAT_SECONDS, MAINTENANCE_SECONDS, WORKER_TTL
@@ -32,7 +33,9 @@ class GatewayWorker(HerokuWorker):
       and while a job runs it beats every JOB_HEARTBEAT_SECONDS: a worker that stops beating
       is known dead (`worker_alive`) within half a minute.
     - A Redis restart (or a flush) loses the worker's record while the worker reconnects and
-      goes on working: its next heartbeat writes the record anew.
+      goes on working: its next heartbeat writes the record anew. It asks the registry of
+      workers, not whether its key exists: a write retried across the restart (redis-py
+      retries a failed command once it reconnects) can leave a key of one field behind.
     - The same restart kills RQ's scheduler process inside the worker (the one that enqueues
       retries at their time); RQ's maintenance starts it again when it is gone, now every
       30 s instead of every 10 minutes.
@@ -71,8 +74,9 @@ class GatewayWorker(HerokuWorker):
         os._exit(1)
 
     def heartbeat(self, timeout=None, pipeline=None):
-        if pipeline is None and not self.connection.exists(self.key):
+        if pipeline is None and not self.connection.sismember(REDIS_WORKER_KEYS, self.key):
             self.log.info("Worker %s: Redis lost the worker's record; registering again", self.name)
+            self.connection.delete(self.key)  # what a retried write left of it
             self.register_birth()
             return
         super().heartbeat(timeout, pipeline)

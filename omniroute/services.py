@@ -243,7 +243,7 @@ class Services:
             scheduler=scheduler,
             activity=activity,
             backends=backends,
-            serving=ServingMemories(backends, memories, retriever, memory_settings),
+            serving=ServingMemories(backends, memories),
         )
 
     def engine_report(self) -> dict[str, Any]:

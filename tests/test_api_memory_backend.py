@@ -105,6 +105,48 @@ def test_delete_many_clears_the_keys_memories_on_the_primary(client, admin, alic
     assert list(memory_service.memories) == [bobs["id"]]
 
 
+def test_delete_many_clears_the_keys_memories_on_the_fallbacks_too(
+    client, admin, svc, alice, memory_service
+):
+    svc.memories.create(api_key_id=alice, key="old", content="from before the switch")
+    bob, _ = svc.keys.create("bob")
+    svc.memories.create(api_key_id=bob.id, key="old", content="Bob's")
+    memory_service.add(apiKeyId=alice, key="k", content="new")
+    dry = client.delete(f"/api/memory?apiKeyId={alice}&dryRun=true", headers=admin).json
+    assert dry["matched"] == 1
+    svc.backends.manager.wait()
+    assert len(local(svc, alice)) == 1, "a dry run deletes nothing anywhere"
+    assert client.delete(f"/api/memory?apiKeyId={alice}", headers=admin).json["deletedCount"] == 1
+    svc.backends.manager.wait()
+    assert memory_service.memories == {} and local(svc, alice) == []
+    assert [m.content for m in local(svc, bob.id)] == ["Bob's"]
+
+
+def test_with_the_local_store_primary_changes_reach_the_fallbacks(
+    client, admin, svc, memory_service
+):
+    svc.memory_settings.update(
+        {
+            "backendConfigs": {"brain": {"baseUrl": memory_service.url}},
+            "primaryBackend": "sqlite",
+            "fallbackBackends": ["brain"],
+        }
+    )
+    key, _ = svc.keys.create("carol")
+    body = {"apiKeyId": key.id, "key": "preference:editor", "content": "I prefer Vim"}
+    made = client.post("/api/memory", json=body, headers=admin).json["memory"]
+    assert memory_service.memories == {}, "a create goes to the primary only"
+    memory_service.add(id=made["id"], apiKeyId=key.id, key=made["key"], content=made["content"])
+    path = f"/api/memory/{made['id']}"
+    changed = client.put(path, json={"content": "I prefer Helix"}, headers=admin)
+    assert changed.json["memory"]["content"] == "I prefer Helix"
+    svc.backends.manager.wait()
+    assert memory_service.memories[made["id"]]["content"] == "I prefer Helix"
+    assert client.delete(path, headers=admin).json == {"success": True}
+    svc.backends.manager.wait()
+    assert memory_service.memories == {} and local(svc, key.id) == []
+
+
 @pytest.mark.parametrize(
     ("method", "path", "failing", "body"),
     [

@@ -245,7 +245,7 @@ def test_25_sends_custom_headers_when_configured(make, memory_service):
 
 
 def test_26_the_factory_returns_a_generic_backend(http, memory_service):
-    from omniroute.memory.backends.known import make_backend
+    from omniroute.memory.backends.kinds import make_backend
 
     backend = make_backend("brain", {"baseUrl": memory_service.url}, http, allow_local=True)
     assert isinstance(backend, GenericMemoryBackend) and backend.health().ok

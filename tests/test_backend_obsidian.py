@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from omniroute.memory.backends.base import BackendError, ListQuery, NewMemory, SearchQuery
-from omniroute.memory.backends.known import BadBackendConfig, check_config, make_backend
+from omniroute.memory.backends.kinds import BadBackendConfig, check_config, make_backend
 from omniroute.memory.backends.obsidian import ObsidianBackend
 from tests.obsidian_vault import API_KEY, ObsidianVault
 

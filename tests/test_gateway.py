@@ -149,6 +149,7 @@ def test_relevant_memories_are_injected_as_a_system_message(client, upstream, sv
         model="fake/m", messages=[{"role": "user", "content": "Which language, TypeScript?"}]
     )
     assert raw.headers["x-omniroute-memories"] == "1"
+    assert raw.headers["x-omniroute-memory-backend"] == "local"
     first = upstream.last_body["messages"][0]
     assert first["role"] == "system"
     assert first["content"].startswith(HEADER)

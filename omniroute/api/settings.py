@@ -15,7 +15,7 @@ from omniroute.core.fields import ChangeSchema, StrictBoolean, StrictNumber, pla
 from omniroute.core.providers.schemas import HTTP_URL, guarded_url
 from omniroute.jobs import request_backfill
 from omniroute.memory import settings as registry
-from omniroute.memory.backends.known import BadBackendConfig, config_json_schema
+from omniroute.memory.backends.kinds import BadBackendConfig, config_json_schema
 from omniroute.services import services
 
 blp = Blueprint("settings", __name__, url_prefix="/api/settings", description="Settings")

@@ -173,10 +173,9 @@ def build_server(
             settings = svc.memory_settings.get()
             budget = maxTokens or settings["maxTokens"] or 2000
             # The same retrieval, with the same settings, as the proxy.
-            found, scores = memories.recall(owner, query, 100, budget)
-            if type:
-                found = [memory for memory in found if memory.type == type]
-            return within_budget(found[: limit or 100], budget), scores
+            found = memories.recall(owner, query, 100, max_tokens=budget)
+            kept = [memory for memory in found.memories if not type or memory.type == type]
+            return within_budget(kept[: limit or 100], budget), found.scores
 
         taken, scores = await run(work)
         return {

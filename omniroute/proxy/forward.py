@@ -21,7 +21,7 @@ from omniroute.proxy.upstream import UpstreamFailure, prepare_upstream
 from omniroute.services import services
 
 INJECTED_HEADER = "x-omniroute-memories"
-BACKEND_HEADER = "x-omniroute-memory-backend"  # the backend that served (a remote primary)
+BACKEND_HEADER = "x-omniroute-memory-backend"  # the backend that served the memories
 FALLBACK_HEADER = "x-omniroute-memory-fallback"  # the backends that failed before it
 
 

@@ -13,7 +13,6 @@ from flask import Request
 from omniroute.core.metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from omniroute.core.providers.registry import Provider
 from omniroute.jobs import request_extraction, request_extraction_of_text
-from omniroute.memory.backends.base import SearchQuery
 from omniroute.memory.model import Memory
 from omniroute.memory.search.budget import within_budget
 from omniroute.memory.search.tokens import count_tokens
@@ -25,7 +24,7 @@ log = logging.getLogger(__name__)
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
-# How many memories a remote backend is asked for; the token budget then takes its share.
+# How many memories the serving backend is asked for; the token budget then takes its share.
 RECALL_LIMIT = 50
 
 
@@ -86,32 +85,22 @@ class MemoryTurn:
         )
 
     def _recall(self, svc: Services) -> list[Memory]:
-        """The key's memories for this request, best first: the retriever's ranking of the
-        local store, or the primary backend's search (a fallback's when it fails)."""
+        """The key's memories for this request, best first, from the serving backend (a
+        fallback's when it fails): the retriever's ranking when it is the local store."""
         started = time.perf_counter()
-        manager = svc.backends.remote_primary()
-        if manager is None:
-            ranking = svc.retriever.rank(
-                api_key_id=self.api_key_id, query=self.user_text, settings=self.settings
-            )
-            fallback = "yes" if ranking.fallback_reason else "no"
-            RETRIEVAL_LATENCY.labels(ranking.strategy_used, fallback).observe(
-                time.perf_counter() - started
-            )
-            return ranking.relevant(svc.retriever.options.relevance_floor)
-        query = SearchQuery(
-            query=self.user_text,
-            api_key_id=self.api_key_id,
-            limit=RECALL_LIMIT,
+        found = svc.serving.recall(
+            self.api_key_id,
+            self.user_text,
+            RECALL_LIMIT,
             max_tokens=self.settings["maxTokens"],
             strategy=self.settings["strategy"],
         )
-        found = manager.search(query)
         self.backend, self.failed_backends = found.backend, found.failed
-        RETRIEVAL_LATENCY.labels(
-            f"backend:{found.backend}", "yes" if found.fallback_reason else "no"
-        ).observe(time.perf_counter() - started)
-        return found.memories  # the manager keeps the key's own alone
+        fell_back = found.fallback_reason is not None or found.ranking_fell_back
+        RETRIEVAL_LATENCY.labels(found.strategy, "yes" if fell_back else "no").observe(
+            time.perf_counter() - started
+        )
+        return found.memories
 
     def finish(self, svc: Services, reply: str) -> None:
         """After a successful answer: extract facts from the user's message and the reply.

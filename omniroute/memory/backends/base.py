@@ -1,19 +1,31 @@
 """The interface every memory backend implements, and the values it speaks in.
 
 A backend stores memories of many keys; every call names the key it acts for (a create
-carries `api_key_id`, a list or search filters by it), so a backend never hands one key's
-memories to another key's request.
+carries `api_key_id`, a list or search filters by it). What a backend answers passes
+`owned_by`, the one tenant filter, before any face sees it or deletes by it, so no backend
+can hand one key's memories to another key's request.
+
+A kind implements the seven calls (create, get, update, delete, list, search, health);
+`Derived` gives it the rest from those (an upsert on the key, a page with counts, a recall,
+a clear). The local store implements every call natively, with the same meaning.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from omniroute.memory.model import Memory, MemoryPage
+from omniroute.core.metrics import FOREIGN_MEMORIES
+from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
+from omniroute.memory.store import MemoryNotFound
+
+log = logging.getLogger(__name__)
+# How many memories a derived clear lists at a time.
+CLEAR_PAGE = 100
 
 
 class BackendError(Exception):
@@ -77,6 +89,33 @@ class SearchQuery:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Recalled:
+    """A backend's memories for a query, best first: their scores where it has them, and
+    how it ranked them (`strategy`, the local retriever's, or `backend:<id>`); a ranking
+    that fell back (say, from vectors to keywords) says why."""
+
+    memories: list[Memory]
+    strategy: str
+    scores: Mapping[str, float] = field(default_factory=dict)
+    fallback_reason: str | None = None
+
+
+def owned_by(owner: str | None, memories: list[Memory], backend_id: str) -> list[Memory]:
+    """The memories of `owner` (all of them when no owner was named); the rest are dropped,
+    counted in FOREIGN_MEMORIES and logged: the tenant filter every answer passes."""
+    if owner is None:
+        return memories
+    kept = [memory for memory in memories if memory.api_key_id == owner]
+    if len(kept) < len(memories):
+        FOREIGN_MEMORIES.labels(backend_id).inc(len(memories) - len(kept))
+        log.warning(
+            "backend %s answered %d memories of other keys; dropped",
+            backend_id, len(memories) - len(kept),
+        )  # fmt: skip
+    return kept
+
+
 class MemoryBackend(Protocol):
     id: str
     display_name: str
@@ -95,6 +134,18 @@ class MemoryBackend(Protocol):
 
     def health(self) -> Health: ...
 
+    def find_key(self, api_key_id: str, key: str) -> Memory | None: ...
+
+    def upsert(self, memory: NewMemory) -> tuple[Memory, bool]: ...
+
+    def amend(self, memory: Memory, changes: Mapping[str, Any]) -> Memory: ...
+
+    def page(self, filters: MemoryFilter, *, limit: int, offset: int) -> MemoryPage: ...
+
+    def recall(self, query: SearchQuery) -> Recalled: ...
+
+    def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int: ...
+
     def initialize(self) -> None: ...
 
     def shutdown(self) -> None: ...
@@ -108,3 +159,81 @@ class Stateless:
 
     def shutdown(self) -> None:
         pass
+
+
+class Derived:
+    """The calls a backend kind gets from its seven: what a remote service offers no
+    endpoint for, done with its list, create, update and delete."""
+
+    id: str
+
+    def find_key(self, api_key_id: str, key: str) -> Memory | None:
+        """The owner's memory with this key (a list query: the seven have no lookup by key)."""
+        page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
+        mine = owned_by(api_key_id, page.data, self.id)
+        return next((m for m in mine if m.key == key), None)
+
+    def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
+        """Create, or update the owner's memory of the same key (whether it was created), as
+        the local store's create does: a service that would add a twin never gets one."""
+        existing = self.find_key(memory.api_key_id, memory.key)
+        if existing is None:
+            return self.create(memory), True
+        changes = {
+            "content": memory.content,
+            "type": memory.type,
+            "session_id": memory.session_id,
+            "metadata": {**existing.metadata, **memory.metadata},
+            "expires_at": memory.expires_at,
+        }
+        self.update(existing.id, changes)
+        return self.get(existing.id) or existing, False
+
+    def amend(self, memory: Memory, changes: Mapping[str, Any]) -> Memory:
+        """`memory` with `changes` applied, read back (by its key first: a service may name
+        a memory by its key); MemoryNotFound when it is not there."""
+        if not self.update(memory.id, changes):
+            raise MemoryNotFound(f"Memory {memory.id} not found.")
+        key = changes.get("key", memory.key)
+        changed = self.find_key(memory.api_key_id, key) or self.get(memory.id)
+        if changed is None:
+            raise MemoryNotFound(f"Memory {memory.id} not found.")
+        return changed
+
+    def page(self, filters: MemoryFilter, *, limit: int, offset: int) -> MemoryPage:
+        """A page with the service's own `total` and `byType`; the tokens and the injected
+        count are of this page alone (the gateway cannot count what it was not sent)."""
+        page = self.list(
+            ListQuery(api_key_id=filters.api_key_id, type=filters.type,
+                      session_id=filters.session_id, query=filters.text,
+                      limit=limit, offset=offset)
+        )  # fmt: skip
+        return dataclasses.replace(
+            page,
+            tokens_used=sum((len(m.content) + 3) // 4 for m in page.data),
+            accessed=sum(1 for m in page.data if m.access_count > 0),
+        )
+
+    def recall(self, query: SearchQuery) -> Recalled:
+        return Recalled(self.search(query), f"backend:{self.id}")
+
+    def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int:
+        """Delete the owner's matches one by one (all of them: paging goes on past a page
+        the tenant filter emptied); return how many matched."""
+        doomed, offset = [], 0
+        while True:
+            page = self.list(
+                ListQuery(api_key_id=filters.api_key_id, type=filters.type,
+                          session_id=filters.session_id, limit=CLEAR_PAGE, offset=offset)
+            )  # fmt: skip
+            doomed += [
+                m for m in owned_by(filters.api_key_id, page.data, self.id)
+                if not filters.created_before or m.created_at < filters.created_before
+            ]  # fmt: skip
+            offset += CLEAR_PAGE
+            if not page.data or offset >= page.total:
+                break
+        if not dry_run:
+            for memory in doomed:
+                self.delete(memory.id)
+        return len(doomed)

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from omniroute.core.net import BlockedURL, pin_base_url
-from omniroute.memory.backends.base import BackendError, Health, elapsed_ms
+from omniroute.memory.backends.base import BackendError, Derived, Health, elapsed_ms
 
 
 class NotFound(BackendError):
@@ -89,8 +89,9 @@ class GuardedHttp:
             raise BackendError(f"{self.name} sent a body that is not JSON.") from None
 
 
-class RemoteBackend:
-    """A remote backend's id, name and GuardedHttp, with its API key as a Bearer token."""
+class RemoteBackend(Derived):
+    """A remote backend's id, name and GuardedHttp, with its API key as a Bearer token; the
+    calls beyond its seven are derived from them."""
 
     def __init__(
         self,

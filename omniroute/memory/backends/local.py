@@ -1,5 +1,7 @@
 """The local store as a backend: SQLite or PostgreSQL, whichever DATABASE_URL selects,
-with the retriever's ranking (keyword, vectors, fusion, rerank) as its search."""
+with the retriever's ranking (keyword, vectors, fusion, rerank) as its search. Every call
+is the store's own (an upsert in one transaction, counts over all matches, a clear in
+batches), not derived from the seven."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from omniroute.memory.backends.base import (
     Health,
     ListQuery,
     NewMemory,
+    Recalled,
     SearchQuery,
     Stateless,
     elapsed_ms,
 )
+from omniroute.memory.life import bulk
 from omniroute.memory.listing import list_page
 from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
 from omniroute.memory.search.retrieval import Retriever
@@ -45,11 +49,16 @@ class LocalBackend(Stateless):
         return Health(True, elapsed_ms(started))
 
     def create(self, memory: NewMemory) -> Memory:
-        created, _ = self.store.create(**memory.fields())
-        return created
+        return self.upsert(memory)[0]
+
+    def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
+        return self.store.create(**memory.fields())
 
     def get(self, memory_id: str) -> Memory | None:
         return self.store.get(memory_id)
+
+    def find_key(self, api_key_id: str, key: str) -> Memory | None:
+        return self.store.get_by_key(api_key_id, key)
 
     def update(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
         try:
@@ -57,6 +66,9 @@ class LocalBackend(Stateless):
         except MemoryNotFound:
             return False
         return True
+
+    def amend(self, memory: Memory, changes: Mapping[str, Any]) -> Memory:
+        return self.store.update(memory.id, **changes)
 
     def delete(self, memory_id: str) -> bool:
         return self.store.delete(memory_id)
@@ -66,13 +78,25 @@ class LocalBackend(Stateless):
             api_key_id=query.api_key_id, type=query.type, session_id=query.session_id,
             text=query.query,
         )  # fmt: skip
-        return list_page(self.store, filters, limit=query.limit, offset=query.offset)
+        return self.page(filters, limit=query.limit, offset=query.offset)
+
+    def page(self, filters: MemoryFilter, *, limit: int, offset: int) -> MemoryPage:
+        return list_page(self.store, filters, limit=limit, offset=offset)
 
     def search(self, query: SearchQuery) -> list[Memory]:
+        return self.recall(query).memories
+
+    def recall(self, query: SearchQuery) -> Recalled:
+        """The retriever's ranking above the relevance floor, at most `limit`, with scores."""
         ranking = self.retriever.rank(
             api_key_id=query.api_key_id,
             query=query.query,
             settings=self.settings.get(),
             strategy=query.strategy,
         )
-        return [item.memory for item in ranking.items][: max(0, query.limit)]
+        memories = ranking.relevant(self.retriever.options.relevance_floor)[: max(0, query.limit)]
+        scores = {item.memory.id: item.score for item in ranking.items}
+        return Recalled(memories, ranking.strategy_used, scores, ranking.fallback_reason)
+
+    def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int:
+        return bulk.clear(self.store, filters, dry_run=dry_run)

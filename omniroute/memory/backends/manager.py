@@ -9,9 +9,11 @@
   is empty. Which backend answered, and why the primary did not, come back with it.
 - `configure` refuses an unknown primary (UnknownBackend) and drops unknown fallbacks.
 
-A remote answer enters the process here, and only here: a list or a search made for one key
-keeps that key's memories alone, whatever the service sent (the others are dropped and
-counted in FOREIGN_MEMORIES), so no route can show or delete another key's memories.
+Every face (the proxy's recall, the REST API, MCP, the studio) reaches memory through the
+manager, whichever backend is primary, the local store included. A backend's answer enters
+the process here: a list, a search or a key lookup made for one key keeps that key's
+memories alone, whatever the service sent (`owned_by`: the others are dropped and counted in
+FOREIGN_MEMORIES), so no route can show or delete another key's memories.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from omniroute.core.metrics import BACKEND_SYNC, FOREIGN_MEMORIES
+from omniroute.core.metrics import BACKEND_SYNC
 from omniroute.memory.backends.base import (
     BackendError,
     Health,
@@ -31,24 +33,11 @@ from omniroute.memory.backends.base import (
     MemoryBackend,
     NewMemory,
     SearchQuery,
+    owned_by,
 )
-from omniroute.memory.model import Memory, MemoryPage
+from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
 
 log = logging.getLogger(__name__)
-
-
-def owned_by(owner: str | None, memories: list[Memory], backend_id: str) -> list[Memory]:
-    """The memories of `owner` (all of them when no owner was named); the rest are counted."""
-    if owner is None:
-        return memories
-    kept = [memory for memory in memories if memory.api_key_id == owner]
-    if len(kept) < len(memories):
-        FOREIGN_MEMORIES.labels(backend_id).inc(len(memories) - len(kept))
-        log.warning(
-            "backend %s answered %d memories of other keys; dropped",
-            backend_id, len(memories) - len(kept),
-        )  # fmt: skip
-    return kept
 
 
 @dataclass(frozen=True)
@@ -66,12 +55,16 @@ class UnknownBackend(ValueError):
 
 @dataclass(frozen=True)
 class Found:
-    """A search's memories, the backend that answered, and why the primary did not."""
+    """A search's memories, the backend that answered, and why the primary did not; with
+    the answering backend's scores, and how it ranked (`strategy`, its own fallback)."""
 
     memories: list[Memory]
     backend: str | None
     fallback_reason: str | None = None
     failed: tuple[str, ...] = ()  # the backends that failed first, in order
+    scores: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    strategy: str = "none"
+    ranking_fell_back: bool = False
 
 
 class MemoryManager:
@@ -164,27 +157,39 @@ class MemoryManager:
         data = owned_by(query.api_key_id, page.data, self.primary.id)
         return Listed(dataclasses.replace(page, data=data), len(page.data))
 
+    def page(self, filters: MemoryFilter, *, limit: int, offset: int) -> MemoryPage:
+        """A page of the primary's with its counts (the owner's memories alone)."""
+        page = self.primary.page(filters, limit=limit, offset=offset)
+        return dataclasses.replace(
+            page, data=owned_by(filters.api_key_id, page.data, self.primary.id)
+        )
+
     def find_key(self, api_key_id: str, key: str) -> Memory | None:
-        """The owner's memory with this key on the primary (a list query: the interface
-        has no lookup by key)."""
-        page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
-        return next((m for m in page.data if m.key == key), None)
+        """The owner's memory with this key on the primary."""
+        found = self.primary.find_key(api_key_id, key)
+        return next(iter(owned_by(api_key_id, [found] if found else [], self.primary.id)), None)
 
     def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
-        """Create, or update the owner's memory of the same key (whether it was created), as
-        the local store's create does: a service that would add a twin never gets one."""
-        existing = self.find_key(memory.api_key_id, memory.key)
-        if existing is None:
-            return self.primary.create(memory), True
-        changes = {
-            "content": memory.content,
-            "type": memory.type,
-            "session_id": memory.session_id,
-            "metadata": {**existing.metadata, **memory.metadata},
-            "expires_at": memory.expires_at,
-        }
-        self.update(existing.id, changes)
-        return self.primary.get(existing.id) or existing, False
+        """Create on the primary, or update the owner's memory of the same key there (and on
+        the fallbacks); whether it was created."""
+        stored, created = self.primary.upsert(memory)
+        if not created:
+            changes = {
+                "content": stored.content,
+                "type": stored.type,
+                "session_id": stored.session_id,
+                "metadata": stored.metadata,
+                "expires_at": stored.expires_at,
+            }
+            self._to_fallbacks("update", lambda b: b.update(stored.id, changes))
+        return stored, created
+
+    def amend(self, memory: Memory, changes: Mapping[str, Any]) -> Memory:
+        """`memory` changed on the primary and read back (MemoryNotFound when it is gone),
+        the change sent on to the fallbacks."""
+        changed = self.primary.amend(memory, changes)
+        self._to_fallbacks("update", lambda b: b.update(memory.id, changes))
+        return changed
 
     def get(self, memory_id: str) -> Memory | None:
         for backend in (self.primary, *self.fallbacks):
@@ -207,17 +212,28 @@ class MemoryManager:
         self._to_fallbacks("delete", lambda b: b.delete(memory_id))
         return result
 
+    def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int:
+        """Delete the primary's matches (how many matched); each fallback clears its own."""
+        matched = self.primary.clear(filters, dry_run=dry_run)
+        if not dry_run:
+            self._to_fallbacks("clear", lambda b: b.clear(filters, dry_run=False))
+        return matched
+
     def search(self, query: SearchQuery) -> Found:
         reasons, failed = [], []
         for backend in (self.primary, *self.fallbacks):
             try:
-                memories = owned_by(query.api_key_id, backend.search(query), backend.id)
+                recalled = backend.recall(query)
             except BackendError as exc:
                 log.warning("backend %s: search failed: %s", backend.id, exc)
                 reasons.append(f"{backend.id}: {exc}")
                 failed.append(backend.id)
                 continue
-            return Found(memories, backend.id, "; ".join(reasons) or None, tuple(failed))
+            memories = owned_by(query.api_key_id, recalled.memories, backend.id)
+            return Found(
+                memories, backend.id, "; ".join(reasons) or None, tuple(failed),
+                recalled.scores, recalled.strategy, recalled.fallback_reason is not None,
+            )  # fmt: skip
         return Found([], None, "; ".join(reasons), tuple(failed))
 
     def health(self) -> dict[str, Health]:

@@ -18,19 +18,19 @@ from typing import Any
 import httpx
 
 from omniroute.core.sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
-from omniroute.memory.backends.known import (
+from omniroute.memory.backends.kinds import (
     BACKEND_ID,
     BACKEND_ID_SHAPE,
     BadBackendConfig,
     StoredKeyMoved,
     UnknownBackendName,
     check_config,
+    default_url,
+    env_configs,
     make_backend,
 )
 from omniroute.memory.backends.local import LOCAL_ALIASES, LOCAL_ID
 from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
-from omniroute.memory.backends.notion import DEFAULT_URL as NOTION_URL
-from omniroute.memory.backends.obsidian import DEFAULT_URL as OBSIDIAN_URL
 from omniroute.memory.settings import MemorySettings
 
 log = logging.getLogger(__name__)
@@ -39,32 +39,12 @@ LOCAL_NAMES = frozenset({LOCAL_ID, *LOCAL_ALIASES})
 NAMES = ("primaryBackend", "fallbackBackends", "backendConfigs")
 
 
-def env_configs(env: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The known backends the environment configures (a `backendConfigs` entry of the
-    same id wins)."""
-    configs: dict[str, dict[str, Any]] = {}
-    if env.get("OBSIDIAN_API_KEY"):
-        configs["obsidian"] = {
-            "type": "obsidian",
-            "baseUrl": env.get("OBSIDIAN_API_URL") or OBSIDIAN_URL,
-            "apiKey": env["OBSIDIAN_API_KEY"],
-        }
-    if env.get("NOTION_API_KEY") and env.get("NOTION_DATABASE_ID"):
-        configs["notion"] = {
-            "type": "notion",
-            "baseUrl": env.get("NOTION_API_URL") or NOTION_URL,
-            "apiKey": env["NOTION_API_KEY"],
-            "databaseId": env["NOTION_DATABASE_ID"],
-        }
-    return configs
-
-
 def _url(config: Mapping[str, Any]) -> str | None:
     """Where a backend config sends its key: its base URL as the backend will use it."""
     given = config.get("baseUrl")
     if isinstance(given, str) and given.strip():
         return given.strip().rstrip("/")
-    return {"obsidian": OBSIDIAN_URL, "notion": NOTION_URL}.get(config.get("type"))
+    return default_url(config)
 
 
 class BackendSetup:
@@ -99,17 +79,15 @@ class BackendSetup:
                 self._applied = wanted
         return self.manager
 
-    def remote_primary(self) -> MemoryManager | None:
-        """The manager when a backend other than the local store is primary, else None (the
-        local paths then serve as they always have)."""
-        manager = self.current()
-        return None if manager.primary.id == LOCAL_ID else manager
-
     def remote_writer(self):
-        """Where extracted facts go: the remote primary (an upsert on the key, so a retried
-        job never stores a fact twice), or None for the store."""
-        manager = self.remote_primary()
-        return None if manager is None else (lambda new: manager.upsert(new)[0])
+        """Where extracted facts go when a backend other than the local store is primary:
+        its upsert on the key (a retried job never stores a fact twice). None while the
+        local store is: the extraction outbox then writes the facts in its own transaction,
+        with the outbox row they came from."""
+        manager = self.current()
+        if manager.primary.id == LOCAL_ID:
+            return None
+        return lambda new: manager.upsert(new)[0]
 
     def _apply(self, values: Mapping[str, Any]) -> None:
         """Register the configured backends in place of the ones applied before (those are

@@ -1,8 +1,14 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from omniroute.memory.settings import MAX_BUDGET_TOKENS, SETTINGS, markdown_table, normalise
+from omniroute.memory.settings import (
+    MAX_BUDGET_TOKENS,
+    SETTINGS,
+    MemoryConfig,
+    markdown_table,
+)
 
 pytestmark = pytest.mark.both_stores
 
@@ -104,7 +110,24 @@ def test_stored_values_are_normalised(svc, client, admin, name, stored, expected
 
 def test_the_normalisation_table_covers_every_field():
     assert {name for name, _, _ in NORMALISATION} == {setting.name for setting in SETTINGS}
-    assert normalise({}) == DEFAULTS
+    assert MemoryConfig.from_stored({}).as_api() == DEFAULTS
+
+
+def test_the_typed_config_has_one_attribute_per_setting_in_the_registrys_order():
+    attributes = [field.name for field in dataclasses.fields(MemoryConfig)]
+    assert attributes == [setting.attr for setting in SETTINGS]
+    assert SETTINGS[1].name == "maxTokens" and SETTINGS[1].attr == "max_tokens"
+
+
+def test_the_typed_config_is_frozen_and_its_containers_read_only():
+    config = MemoryConfig.of({"fallbackBackends": ["sqlite"], "backendConfigs": {"b": {}}})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.enabled = True
+    with pytest.raises(TypeError):
+        config.backend_configs["c"] = {}
+    assert config.fallback_backends == ("sqlite",)
+    assert config.as_api()["fallbackBackends"] == ["sqlite"]
+    assert config.as_api()["backendConfigs"] == {"b": {}}
 
 
 def test_put_writes_only_the_given_fields(client, admin, svc):
@@ -123,7 +146,7 @@ def test_the_budget_setting_keeps_the_specifications_range_and_a_request_clamps_
     client, admin, svc
 ):
     assert MAX_BUDGET_TOKENS == 8000
-    assert normalise({"memoryMaxTokens": 10**6})["maxTokens"] == 16000
+    assert MemoryConfig.from_stored({"memoryMaxTokens": 10**6}).max_tokens == 16000
     key, _ = svc.keys.create("budget")
     for n in range(12):
         svc.memories.create(api_key_id=key.id, key=f"note:{n}", content="porto " * 3000)

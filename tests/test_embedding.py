@@ -25,7 +25,7 @@ from omniroute.memory.embedding.static_model import (
     build_state,
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
-from omniroute.memory.settings import normalise
+from omniroute.memory.settings import MemoryConfig
 from tests.fake_upstream import EMBEDDING_DIMENSIONS, fake_embedding
 
 TEXTS = ["I love my dog", "Puppies are wonderful pets", "The quarterly tax return is due"]
@@ -156,7 +156,7 @@ def sources(tmp_path, svc, static_path):
 
 
 def settings(**changes):
-    return {**normalise({}), **changes}
+    return MemoryConfig.of(changes)
 
 
 def test_auto_prefers_a_remote_model_with_a_key(sources, svc, upstream):

@@ -157,7 +157,7 @@ def test_enabling_a_server_that_is_not_there_is_refused(client, svc):
     assert "could not reach Qdrant at http://127.0.0.1:9" in response.json["error"]["message"]
     assert response.json["error"]["details"][0]["field"] == "enabled"
     assert svc.qdrant.sync.settings.get().enabled is False
-    assert svc.memory_settings.get()["vectorStore"] == "auto"
+    assert svc.memory_settings.get().vector_store == "auto"
 
 
 def test_enabling_without_an_embedding_source_is_refused(configured):

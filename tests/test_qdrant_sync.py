@@ -74,7 +74,7 @@ def test_enabling_backfills_what_was_there_and_retrieval_uses_qdrant(svc, client
     alice = remember(svc, "alice", FACTS)
     bob = remember(svc, "bob", {"pet:cat": "Bob's cat is called Tom"})
     enable(client)
-    assert svc.memory_settings.get()["vectorStore"] == "qdrant"
+    assert svc.memory_settings.get().vector_store == "qdrant"
     synced(svc)
     assert points(svc, "alice") == set(alice.values())
     assert points(svc, "bob") == set(bob.values())
@@ -89,7 +89,7 @@ def test_enabling_backfills_what_was_there_and_retrieval_uses_qdrant(svc, client
         json={"query": "golden retriever dog", "apiKeyId": "alice", "strategy": "semantic"},
         headers=ADMIN,
     ).json
-    assert preview["resolution"]["vectorStore"] == "qdrant"
+    assert preview["resolution"].vector_store == "qdrant"
 
 
 def test_api_writes_updates_and_deletes_reach_qdrant_by_a_job(svc, client, api_key):
@@ -131,7 +131,7 @@ def test_writes_while_qdrant_is_off_are_backfilled_when_it_comes_on_again(svc, c
     first = remember(svc, "alice", {"pet:dog": FACTS["pet:dog"]})
     synced(svc)
     client.put("/api/settings/qdrant", json={"enabled": False}, headers=ADMIN)
-    assert svc.memory_settings.get()["vectorStore"] == "auto"
+    assert svc.memory_settings.get().vector_store == "auto"
     svc.memories.delete(first["pet:dog"])  # no outbox row: Qdrant is off
     later = remember(svc, "alice", {"work:job": FACTS["work:job"]})
     enable(client)

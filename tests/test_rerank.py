@@ -1,6 +1,7 @@
 import pytest
 
 from omniroute.memory.search import rerank
+from omniroute.memory.settings import MemoryConfig
 from tests.helpers import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -16,7 +17,7 @@ def svc(app, upstream):
 
 
 def ranked(svc, **settings):
-    values = {**svc.memory_settings.get(), **settings}
+    values = MemoryConfig.of({**svc.memory_settings.get().as_api(), **settings})
     ranking = svc.retriever.rank(
         api_key_id="alice", query="tea", settings=values, strategy="keyword"
     )

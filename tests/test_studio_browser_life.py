@@ -63,8 +63,8 @@ def test_the_engine_tab_lists_the_periodic_jobs_and_runs_one(page, svc):
     life.get_by_role("button", name="Save life-cycle settings").click()
     expect(page.locator("#announcer")).to_have_text("Life-cycle settings saved")
     settings = svc.memory_settings.get()
-    assert (settings["autoSummarize"], settings["autoSummarizeDays"]) == (True, 60)
-    assert settings["summarizeProviderModel"] is None and settings["retentionSweep"] is False
+    assert (settings.auto_summarize, settings.auto_summarize_days) == (True, 60)
+    assert settings.summarize_provider_model is None and settings.retention_sweep is False
 
 
 def test_erase_needs_the_keys_name_typed_then_removes_everything(page, svc, make_key):

@@ -171,7 +171,7 @@ def build_server(
 
         def work():
             settings = svc.memory_settings.get()
-            budget = maxTokens or settings["maxTokens"] or 2000
+            budget = maxTokens or settings.max_tokens or 2000
             # The same retrieval, with the same settings, as the proxy.
             found = memories.recall(owner, query, 100, max_tokens=budget)
             kept = [memory for memory in found.memories if not type or memory.type == type]

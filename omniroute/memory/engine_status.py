@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omniroute.memory.life.backfill import Backfill
 from omniroute.memory.listing import count_live
 from omniroute.memory.search.retrieval import Retriever
+from omniroute.memory.settings import MemoryConfig
 
 # The keyword index of each dialect, as reports name it.
 KEYWORD_BACKENDS = {"sqlite": "FTS5", "postgresql": "tsvector"}
 
 
 def engine_status(
-    retriever: Retriever, backfill: Backfill, settings: Mapping[str, Any]
+    retriever: Retriever, backfill: Backfill, settings: MemoryConfig
 ) -> dict[str, Any]:
     """The report for the memory settings `settings`, from the engine's own parts."""
     resolution = retriever.sources.resolve(settings)

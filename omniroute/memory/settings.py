@@ -1,4 +1,6 @@
-"""The memory settings: one registry that the REST schemas, the studio and docs/api.md use.
+"""The memory settings: one registry that the REST schemas, the studio and docs/api.md use,
+and the frozen MemoryConfig built from it, which every reader takes (attributes a type
+checker and a reader can follow: `config.max_tokens`, not `settings["maxTokens"]`).
 
 The reference's fields (less `skillsEnabled`: there are no skills here) plus the custom
 embeddings endpoint. Normalisation follows the reference: any stored or given value that is
@@ -9,8 +11,10 @@ rounded and clamped.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from omniroute.core.db.settings_store import SettingsStore
@@ -40,6 +44,11 @@ class Setting:
     high: int | None = None
     choices: tuple[str, ...] = ()
     nullable: bool = False  # whether null is a value (it clears the setting)
+
+    @property
+    def attr(self) -> str:
+        """Its MemoryConfig attribute: the name in snake case."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()
 
     def normalise(self, value: Any) -> Any:
         """The value as stored and served, or None when it is not of this setting's kind."""
@@ -165,9 +174,53 @@ BY_NAME = {setting.name: setting for setting in SETTINGS}
 MAX_BUDGET_TOKENS = 8000
 
 
-def normalise(stored: Mapping[str, Any]) -> dict[str, Any]:
-    """Map stored values (by DB key) to the normalised settings (by API name)."""
-    return {setting.name: setting.read(stored) for setting in SETTINGS}
+@dataclass(frozen=True)
+class MemoryConfig:
+    """The memory settings as they are now, one attribute per registry entry (in its order,
+    named in snake case: a test keeps the two in step). Lists are tuples and objects
+    read-only, so a reader cannot change what another reads."""
+
+    enabled: bool
+    max_tokens: int
+    retention_days: int
+    retention_sweep: bool
+    auto_summarize: bool
+    auto_summarize_days: int
+    summarize_budget_tokens: int
+    summarize_provider_model: str | None
+    strategy: str
+    embedding_source: str
+    embedding_provider_model: str | None
+    transformers_enabled: bool
+    static_enabled: bool
+    rerank_enabled: bool
+    rerank_provider_model: str | None
+    vector_store: str
+    primary_backend: str
+    fallback_backends: tuple[str, ...]
+    backend_configs: Mapping[str, Any]
+    custom_base_url: str | None
+    custom_model_id: str | None
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> MemoryConfig:
+        """The config of stored values (by DB key), each normalised or its default."""
+        return cls.of({setting.name: setting.read(stored) for setting in SETTINGS})
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> MemoryConfig:
+        """The config of values by API name (every setting's default for those left out)."""
+        read = {s.attr: values.get(s.name, _copy(s.default)) for s in SETTINGS}
+        read["fallback_backends"] = tuple(read["fallback_backends"])
+        read["backend_configs"] = MappingProxyType(dict(read["backend_configs"]))
+        return cls(**read)
+
+    def as_api(self) -> dict[str, Any]:
+        """The settings by API name, as the REST API shows them (JSON values)."""
+        shown = {s.name: getattr(self, s.attr) for s in SETTINGS}
+        shown["fallbackBackends"] = list(self.fallback_backends)
+        shown["backendConfigs"] = dict(self.backend_configs)
+        return shown
 
 
 def markdown_table() -> str:
@@ -193,10 +246,10 @@ class MemorySettings:
     def __init__(self, store: SettingsStore) -> None:
         self.store = store
 
-    def get(self) -> dict[str, Any]:
-        return normalise(self.store.all())
+    def get(self) -> MemoryConfig:
+        return MemoryConfig.from_stored(self.store.all())
 
-    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+    def update(self, changes: Mapping[str, Any]) -> MemoryConfig:
         """Store the given fields (by API name), normalised; return all settings."""
         to_store = {}
         for name, value in changes.items():

@@ -16,6 +16,7 @@ from omniroute.jobs import request_extraction, request_extraction_of_text
 from omniroute.memory.model import Memory
 from omniroute.memory.search.budget import within_budget
 from omniroute.memory.search.tokens import count_tokens
+from omniroute.memory.settings import MemoryConfig
 from omniroute.proxy.injection import Placement, inject, render
 from omniroute.services import Services
 
@@ -38,7 +39,7 @@ class MemoryTurn:
     user_text: str = ""
     injected: list[str] = field(default_factory=list)
 
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: MemoryConfig | None = None
     # Which backend answered the search, and those that failed first (remote primaries).
     backend: str | None = None
     failed_backends: tuple[str, ...] = ()
@@ -50,7 +51,7 @@ class MemoryTurn:
         settings = svc.memory_settings.get()
         opted_out = request.headers.get(NO_MEMORY_HEADER, "").strip().lower() in OPT_OUT_VALUES
         session_id = request.headers.get(SESSION_HEADER, "").strip() or f"req-{uuid.uuid4()}"
-        enabled = settings["enabled"] and settings["maxTokens"] > 0 and not opted_out
+        enabled = settings.enabled and settings.max_tokens > 0 and not opted_out
         return cls(enabled, api_key_id, session_id, user_text if enabled else "", settings=settings)
 
     def apply(
@@ -68,7 +69,7 @@ class MemoryTurn:
         started = time.perf_counter()
         found = self._recall(svc)
         svc.activity.retrieval(time.perf_counter() - started)
-        memories = within_budget(found, self.settings["maxTokens"])
+        memories = within_budget(found, self.settings.max_tokens)
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
@@ -92,8 +93,8 @@ class MemoryTurn:
             self.api_key_id,
             self.user_text,
             RECALL_LIMIT,
-            max_tokens=self.settings["maxTokens"],
-            strategy=self.settings["strategy"],
+            max_tokens=self.settings.max_tokens,
+            strategy=self.settings.strategy,
         )
         self.backend, self.failed_backends = found.backend, found.failed
         fell_back = found.fallback_reason is not None or found.ranking_fell_back

@@ -18,7 +18,7 @@ from omniroute.memory.qdrant.config import QUANTIZATIONS
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.search.preview import preview_retrieval
 from omniroute.memory.search.retrieval import STRATEGIES
-from omniroute.memory.settings import BY_NAME
+from omniroute.memory.settings import BY_NAME, MemoryConfig
 from omniroute.services import Services
 
 PAGE_SIZE = 20
@@ -105,7 +105,7 @@ def compact_card(svc: Services, args: Mapping[str, str], keys: list) -> dict[str
 
 
 def playground_tab(
-    svc: Services, args: Mapping[str, str], settings: dict, keys: list
+    svc: Services, args: Mapping[str, str], settings: MemoryConfig, keys: list
 ) -> dict[str, Any]:
     # Revoked keys' memories can be previewed too, but an active key is the likelier question.
     active = [key.id for key in keys if key.revoked_at is None]
@@ -113,7 +113,7 @@ def playground_tab(
     form = {
         "query": args.get("query", ""),
         "strategy": args.get("strategy") or "hybrid",
-        "maxTokens": args.get("maxTokens") or str(settings["maxTokens"] or 2000),
+        "maxTokens": args.get("maxTokens") or str(settings.max_tokens or 2000),
         "apiKeyId": args.get("apiKeyId") or default_key,
     }
     errors = {}
@@ -211,7 +211,6 @@ def backends_card(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
     name them, and the connection test the admin asked for (health is checked only then:
     a remote backend may take its whole timeout to fail)."""
     manager = svc.backends.current()
-    settings = svc.memory_settings.get()
     registered = manager.registered()
     test = None
     asked = args.get("backendTest")
@@ -224,6 +223,5 @@ def backends_card(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
             {**backend, "name": LOCAL_SETTING_NAME if backend["id"] == LOCAL_ID else backend["id"]}
             for backend in registered
         ],
-        "backend_settings": settings,
         "backend_test": test,
     }

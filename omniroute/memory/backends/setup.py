@@ -31,12 +31,11 @@ from omniroute.memory.backends.kinds import (
 )
 from omniroute.memory.backends.local import LOCAL_ALIASES, LOCAL_ID
 from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
-from omniroute.memory.settings import MemorySettings
+from omniroute.memory.settings import MemoryConfig, MemorySettings
 
 log = logging.getLogger(__name__)
 
 LOCAL_NAMES = frozenset({LOCAL_ID, *LOCAL_ALIASES})
-NAMES = ("primaryBackend", "fallbackBackends", "backendConfigs")
 
 
 def _url(config: Mapping[str, Any]) -> str | None:
@@ -72,7 +71,7 @@ class BackendSetup:
     def current(self) -> MemoryManager:
         """The manager, configured from the settings as they are now."""
         values = self._settings.get()
-        wanted = [values[name] for name in NAMES]
+        wanted = [values.primary_backend, values.fallback_backends, values.backend_configs]
         with self._lock:
             if wanted != self._applied:
                 self._apply(values)
@@ -89,11 +88,11 @@ class BackendSetup:
             return None
         return lambda new: manager.upsert(new)[0]
 
-    def _apply(self, values: Mapping[str, Any]) -> None:
+    def _apply(self, values: MemoryConfig) -> None:
         """Register the configured backends in place of the ones applied before (those are
         shut down: a removed backend is never asked again, nor sent its key)."""
         added = []
-        for backend_id, raw in {**self._env_configs, **values["backendConfigs"]}.items():
+        for backend_id, raw in {**self._env_configs, **values.backend_configs}.items():
             try:
                 backend = make_backend(
                     backend_id, self._unsealed(raw), self._http, allow_local=self._allow_local
@@ -104,9 +103,7 @@ class BackendSetup:
             added.append(backend)
         retired, self._remote = self._remote, {backend.id for backend in added}
         try:
-            self.manager.replace(
-                retired, added, values["primaryBackend"], values["fallbackBackends"]
-            )
+            self.manager.replace(retired, added, values.primary_backend, values.fallback_backends)
         except UnknownBackend as exc:
             log.error("%s; the local store serves", exc)
             self.manager.replace(retired, added, LOCAL_ID)
@@ -122,7 +119,7 @@ class BackendSetup:
         URLs pass the outbound guard here, and again at every use."""
         current = self._settings.get()
         changed = dict(changes)
-        configs = changes.get("backendConfigs", current["backendConfigs"])
+        configs = changes.get("backendConfigs", current.backend_configs)
         if not isinstance(configs, Mapping):
             raise BadBackendConfig("backendConfigs", "must be an object of backend configs")
         sealed = {}
@@ -130,12 +127,12 @@ class BackendSetup:
             field = f"backendConfigs.{backend_id}"
             if backend_id in LOCAL_NAMES:
                 raise BadBackendConfig(field, "is the local store's name; choose another id")
-            if backend_id not in current["backendConfigs"] and not BACKEND_ID.match(backend_id):
+            if backend_id not in current.backend_configs and not BACKEND_ID.match(backend_id):
                 raise BadBackendConfig(field, f"an id is {BACKEND_ID_SHAPE}")
             if not isinstance(raw, Mapping):
                 raise BadBackendConfig(field, "must be an object")
             try:
-                entry = self._with_key(dict(raw), current["backendConfigs"].get(backend_id))
+                entry = self._with_key(dict(raw), current.backend_configs.get(backend_id))
                 check_config(self._unsealed(entry), allow_local=self._allow_local)
             except BadBackendConfig as exc:
                 raise type(exc)(f"{field}.{exc.field}", str(exc).split(": ", 1)[1]) from None
@@ -143,12 +140,12 @@ class BackendSetup:
         if "backendConfigs" in changes:
             changed["backendConfigs"] = sealed
         known = LOCAL_NAMES | set(sealed) | set(self._env_configs)
-        primary = changes.get("primaryBackend", current["primaryBackend"])
+        primary = changes.get("primaryBackend", current.primary_backend)
         if primary not in known:
             raise UnknownBackendName(
                 "primaryBackend", f"unknown backend {primary!r}: one of {', '.join(sorted(known))}"
             )
-        for name in changes.get("fallbackBackends", current["fallbackBackends"]):
+        for name in changes.get("fallbackBackends", current.fallback_backends):
             if name not in known:
                 raise UnknownBackendName("fallbackBackends", f"unknown backend {name!r}")
         return changed
@@ -180,13 +177,13 @@ class BackendSetup:
             entry["apiKey"] = self._box.open(entry["apiKey"])
         return entry
 
-    def public(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    def public(self, settings: MemoryConfig) -> dict[str, Any]:
         """Settings as the API shows them: each backend API key as `***` and its last four."""
-        shown = dict(settings)
+        shown = settings.as_api()
         shown["backendConfigs"] = {
             backend_id: {**raw, "apiKey": masked(self._box.open(raw["apiKey"]))}
             if isinstance(raw, Mapping) and isinstance(raw.get("apiKey"), str)
             else raw
-            for backend_id, raw in settings["backendConfigs"].items()
+            for backend_id, raw in settings.backend_configs.items()
         }
         return shown

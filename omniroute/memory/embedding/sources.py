@@ -35,6 +35,7 @@ from omniroute.memory.embedding.transformers_model import (
     TransformersEmbedder,
     missing_packages,
 )
+from omniroute.memory.settings import MemoryConfig
 
 SOURCE_ORDER = {
     "auto": ("remote", "static", "transformers"),
@@ -67,9 +68,9 @@ class EmbeddingSources:
         self._instances: dict[tuple, CachedEmbedder] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, settings: Mapping[str, Any]) -> Resolution:
+    def resolve(self, settings: MemoryConfig) -> Resolution:
         reasons = []
-        for source in SOURCE_ORDER[settings["embeddingSource"]]:
+        for source in SOURCE_ORDER[settings.embedding_source]:
             embedder, reason = getattr(self, f"_{source}")(settings)
             if embedder is not None:
                 return Resolution(embedder)
@@ -103,9 +104,9 @@ class EmbeddingSources:
             return self._instances[key]
 
     def _remote(self, settings):
-        if settings["customBaseUrl"]:
+        if settings.custom_base_url:
             return self._custom(settings)
-        model = settings["embeddingProviderModel"]
+        model = settings.embedding_provider_model
         if not model:
             return None, "no embeddingProviderModel is set"
         found = self._providers.for_model_ref(model)
@@ -123,15 +124,15 @@ class EmbeddingSources:
     def _custom(self, settings):
         """customBaseUrl (+ customModelId): a memory-only endpoint, with the selected provider's
         key when embeddingProviderModel names one; its dimension is probed once."""
-        selected = settings["embeddingProviderModel"] or ""
+        selected = settings.embedding_provider_model or ""
         provider_id, _, selected_model = selected.partition("/")
         registered = self._providers.get(provider_id) if provider_id else None
-        model = settings["customModelId"] or selected_model
+        model = settings.custom_model_id or selected_model
         if not model:
             return None, "customBaseUrl is set but neither customModelId nor a model is"
         provider = Provider(
             id="custom",
-            base_url=settings["customBaseUrl"],
+            base_url=settings.custom_base_url,
             api_key=registered.api_key if registered else None,
         )
         key = ("custom", provider.base_url, model, provider.api_key)
@@ -156,7 +157,7 @@ class EmbeddingSources:
         )
 
     def _static(self, settings):
-        if not settings["staticEnabled"]:
+        if not settings.static_enabled:
             return None, "staticEnabled is false"
         path = self.static_path()
         configured = self._config.get("MEMORY_STATIC_MODEL")
@@ -176,7 +177,7 @@ class EmbeddingSources:
         return self._cached(("static", str(path)), lambda: StaticEmbedder(path)), None
 
     def _transformers(self, settings):
-        if not settings["transformersEnabled"]:
+        if not settings.transformers_enabled:
             return None, "transformersEnabled is false"
         path = self._config.get("MEMORY_TRANSFORMERS_MODEL")
         # A model folder of one's own needs torch and transformers, the packaged one its package.

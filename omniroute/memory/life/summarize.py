@@ -127,7 +127,7 @@ class Summarizer:
     ) -> SummaryRun:
         cutoff = self.store.clock() - timedelta(days=days)
         found = self._aged(MemoryFilter(api_key_id=api_key_id, session_id=session_id), cutoff)
-        model = self.settings.get()["summarizeProviderModel"]
+        model = self.settings.get().summarize_provider_model
         run = SummaryRun(dry_run=dry_run or not found, model=model)
         run.method = "llm" if model else "extractive"
         run.candidates = len(found)
@@ -275,15 +275,15 @@ class Summarizer:
     def auto(self) -> dict[str, Any]:
         """autoSummarize: fold each key's aged memories, then fit each key into the budget."""
         settings = self.settings.get()
-        if not settings["autoSummarize"]:
+        if not settings.auto_summarize:
             return {"off": "the autoSummarize setting is off"}
-        run = self.older_than(days=settings["autoSummarizeDays"])
+        run = self.older_than(days=settings.auto_summarize_days)
         report: dict[str, Any] = {
             "summarized": run.deleted_count,
             "summaries": len(run.summary_ids),
             "writer": run.as_dict()["writer"],
         }
-        budget = settings["summarizeBudgetTokens"]
+        budget = settings.summarize_budget_tokens
         if budget:
             compacted = [
                 self.to_budget(api_key_id=key, max_tokens=budget).summarized_count

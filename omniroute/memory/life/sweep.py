@@ -86,8 +86,8 @@ class RetentionSweep:
         report = SweepReport()
         report.expired = self._delete(self._expired, "expired", report)
         settings = self.settings.get()
-        if settings["retentionSweep"]:
-            days = settings["retentionDays"]
+        if settings.retention_sweep:
+            days = settings.retention_days
             report.retention = self._delete(self._retention(days), "retention", report)
         else:
             report.off.append("retention: the retentionSweep setting is off")

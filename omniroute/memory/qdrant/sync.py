@@ -11,9 +11,9 @@ counts points per tenant against the store and, where they differ, compares ids 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -39,7 +39,7 @@ from omniroute.memory.qdrant.index import (
 )
 from omniroute.memory.qdrant.outbox import UPSERT, Entry, QdrantOutbox
 from omniroute.memory.search.vectors import VectorIndex
-from omniroute.memory.settings import MemorySettings
+from omniroute.memory.settings import MemoryConfig, MemorySettings
 from omniroute.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -106,26 +106,27 @@ class QdrantSync:
 
     # -- where ----------------------------------------------------------------------------
 
-    def embedder(self, config: QdrantConfig, settings: Mapping[str, Any]):
-        """The embedder of Qdrant's vectors, or (None, why)."""
+    def embedder(self, config: QdrantConfig, settings: MemoryConfig):
+        """The embedder of Qdrant's vectors, or (None, why): Qdrant's own embedding model
+        when it names one, else the memory settings' source."""
         if config.embedding_model:
-            settings = {
-                **settings,
-                "embeddingSource": "remote",
-                "embeddingProviderModel": config.embedding_model,
-                "customBaseUrl": None,
-            }
+            settings = dataclasses.replace(
+                settings,
+                embedding_source="remote",
+                embedding_provider_model=config.embedding_model,
+                custom_base_url=None,
+            )
         resolution = self.sources.resolve(settings)
         return resolution.embedder, resolution.reason
 
-    def target(self, settings: Mapping[str, Any] | None = None) -> Target:
+    def target(self, settings: MemoryConfig | None = None) -> Target:
         """The current target; QdrantUnavailable when there is none (the reason says why)."""
         config = self.settings.get()
         if not config.enabled:
             raise QdrantUnavailable("Qdrant is not enabled")
         return self._target_of(config, settings)
 
-    def _target_of(self, config: QdrantConfig, settings: Mapping[str, Any] | None) -> Target:
+    def _target_of(self, config: QdrantConfig, settings: MemoryConfig | None) -> Target:
         embedder, reason = self.embedder(config, settings or self.memory_settings.get())
         if embedder is None:
             raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
@@ -268,7 +269,7 @@ class QdrantSync:
 
     def _retained_since(self) -> datetime:
         """The oldest creation time retrieval still serves (the retention setting)."""
-        return self.store.clock() - timedelta(days=self.memory_settings.get()["retentionDays"])
+        return self.store.clock() - timedelta(days=self.memory_settings.get().retention_days)
 
     def _mirrored(self) -> list:
         """Conditions on `memories` for what Qdrant should hold."""
@@ -343,5 +344,5 @@ class QdrantSync:
             stale_filter(self.store.clock().timestamp(), self._retained_since().timestamp()),
         )
         orphans = self.verify(repair=True)["extra"]
-        days = self.memory_settings.get()["retentionDays"]
+        days = self.memory_settings.get().retention_days
         return {"ok": True, "deletedCount": stale + orphans, "retentionDays": days}

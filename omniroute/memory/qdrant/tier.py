@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from omniroute.memory.embedding.base import EmbeddingError
@@ -19,6 +19,7 @@ from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import Health, QdrantUnavailable
 from omniroute.memory.qdrant.index import live_filter, unix
 from omniroute.memory.qdrant.sync import QdrantSync
+from omniroute.memory.settings import MemoryConfig
 
 HEALTH_CACHE_SECONDS = 5.0
 
@@ -39,12 +40,12 @@ class QdrantTier:
         self._down_reason: str | None = None
         self._health: tuple[float, tuple, Health] | None = None
 
-    def selected(self, settings: Mapping[str, Any]) -> bool:
+    def selected(self, settings: MemoryConfig) -> bool:
         """Whether retrieval should ask Qdrant first."""
-        return settings["vectorStore"] == "qdrant" and self.sync.settings.enabled()
+        return settings.vector_store == "qdrant" and self.sync.settings.enabled()
 
     def nearest(
-        self, settings: Mapping[str, Any], live: MemoryFilter, query: str, k: int
+        self, settings: MemoryConfig, live: MemoryFilter, query: str, k: int
     ) -> tuple[list[tuple[str, float]], Any]:
         """The tenant's k nearest memory ids with their similarity, and the embedder used.
 
@@ -97,7 +98,7 @@ class QdrantTier:
                 return f"{self._down_reason} (trying again in {left:.0f} s)"
         return None
 
-    def status(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    def status(self, settings: MemoryConfig) -> dict[str, Any]:
         """The `qdrant` block of engine-status."""
         config = self.sync.settings.get()
         report: dict[str, Any] = {
@@ -137,7 +138,7 @@ class QdrantTier:
                 report["error"] = str(exc)
         paused = self.paused()
         report["usedForRetrieval"] = bool(
-            health.ok and not paused and report["ready"] and settings["vectorStore"] == "qdrant"
+            health.ok and not paused and report["ready"] and settings.vector_store == "qdrant"
         )
         if not report["usedForRetrieval"]:
             report["reason"] = (

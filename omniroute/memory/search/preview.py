@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omniroute.memory.search.budget import within_budget
 from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.search.tokens import count_tokens
-from omniroute.memory.settings import MAX_BUDGET_TOKENS
+from omniroute.memory.settings import MAX_BUDGET_TOKENS, MemoryConfig
 
 
 def preview_retrieval(
     retriever: Retriever,
-    settings: Mapping[str, Any],
+    settings: MemoryConfig,
     *,
     api_key_id: str,
     query: str,

@@ -8,11 +8,11 @@ Any failure keeps the fused order, and the reason is reported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omniroute.core.providers.client import TIMEOUT, ProviderClient, ProviderError
 from omniroute.core.providers.registry import ProviderStore
+from omniroute.memory.settings import MemoryConfig
 
 TIMEOUT_SECONDS = 5.0
 MAX_DOCUMENTS = 50
@@ -27,24 +27,24 @@ class Reranker:
         self._providers = providers
         self._client = client
 
-    def model_for(self, settings: Mapping[str, Any]) -> str | None:
-        if not settings["rerankEnabled"] or not settings["rerankProviderModel"]:
+    def model_for(self, settings: MemoryConfig) -> str | None:
+        if not settings.rerank_enabled or not settings.rerank_provider_model:
             return None
-        return settings["rerankProviderModel"]
+        return settings.rerank_provider_model
 
-    def status(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    def status(self, settings: MemoryConfig) -> dict[str, Any]:
         """Whether rerank would run with these settings, and why not."""
-        model = settings["rerankProviderModel"]
+        model = settings.rerank_provider_model
         found = self._providers.for_model_ref(model) if model else None
         reason = None
-        if not settings["rerankEnabled"]:
+        if not settings.rerank_enabled:
             reason = "rerankEnabled is false"
         elif not model:
             reason = "no rerankProviderModel is set"
         elif found is None:
             reason = f"no provider for {model!r}"
         return {
-            "enabled": settings["rerankEnabled"],
+            "enabled": settings.rerank_enabled,
             "model": model,
             "provider": found[0].id if found else None,
             "available": reason is None,

@@ -18,11 +18,10 @@ Expiry, retention and session scope hold on every tier, vectors included.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.sql.util import ClauseAdapter
@@ -38,6 +37,7 @@ from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.search.rerank import MAX_DOCUMENTS as MAX_RERANKED
 from omniroute.memory.search.rerank import Reranker, RerankFailed
 from omniroute.memory.search.vectors import VectorIndex
+from omniroute.memory.settings import MemoryConfig
 from omniroute.memory.store import MemoryStore
 
 if TYPE_CHECKING:  # the tier reads the memory settings, which read this module's strategies
@@ -152,7 +152,7 @@ class Retriever:
         *,
         api_key_id: str,
         query: str,
-        settings: Mapping[str, Any],
+        settings: MemoryConfig,
         strategy: str | None = None,
         session_id: str | None = None,
     ) -> Ranking:
@@ -161,8 +161,8 @@ class Retriever:
         `settings` are the memory settings; `strategy` overrides theirs (the preview's).
         """
         config = RetrievalConfig(
-            strategy=strategy or settings["strategy"],
-            retention_days=settings["retentionDays"],
+            strategy=strategy or settings.strategy,
+            retention_days=settings.retention_days,
             options=self.options,
         )
         ranking = self._candidates(api_key_id, query, config, settings, session_id)
@@ -202,7 +202,7 @@ class Retriever:
         api_key_id: str,
         query: str,
         config: RetrievalConfig,
-        settings: Mapping[str, Any],
+        settings: MemoryConfig,
         session_id: str | None,
     ) -> Ranking:
         live = MemoryFilter(
@@ -262,7 +262,7 @@ class Retriever:
                 limit=CANDIDATES,
             )
 
-    def _embedder(self, settings: Mapping[str, Any], ranking: Ranking):
+    def _embedder(self, settings: MemoryConfig, ranking: Ranking):
         """The embedder whose vectors the index holds, or None (with the reason)."""
         if not self.store.db.vectors.available:
             ranking.fall_back(_unavailable(self.store.db.vectors))
@@ -310,7 +310,7 @@ class Retriever:
         live: MemoryFilter,
         query: str,
         config: RetrievalConfig,
-        settings: Mapping[str, Any],
+        settings: MemoryConfig,
         ranking: Ranking,
     ) -> list[tuple[Memory, float]] | None:
         """Qdrant's nearest live memories above the floor, or None (with the reason)."""

@@ -18,8 +18,11 @@ run: install
 	$(BIN)/flask --app app db upgrade
 	$(BIN)/python -m omniroute.serve
 
+# Three pytest-xdist workers, each taking whole files (a module's fixtures and its processes
+# stay together): most of the suite's time is spent waiting on processes, so three overlap
+# well on two cores (docs/benchmarks.md#the-test-suite has the figures).
 test: install services
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 3 --dist loadfile
 
 services:
 	@scripts/ensure-services

@@ -18,6 +18,7 @@ from omniroute.core.clock import to_iso
 from omniroute.core.db import Database
 from omniroute.core.db.settings_store import SettingsStore
 from omniroute.core.keys import ApiKeyStore
+from omniroute.core.net import tls_context
 from omniroute.core.providers.client import ProviderClient
 from omniroute.core.providers.registry import ProviderStore
 from omniroute.core.sealed import SecretBox
@@ -111,6 +112,7 @@ class Services:
         # cookie is kept: the clients are shared by every key, and a provider's cookie (a CDN's
         # session) must not ride along with another key's requests.
         outbound = {
+            "verify": tls_context(),
             "follow_redirects": False,
             "cookies": CookieJar(DefaultCookiePolicy(allowed_domains=[])),
             "timeout": httpx.Timeout(

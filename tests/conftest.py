@@ -1,15 +1,18 @@
 from __future__ import annotations
 
+import os
+
 import openai
 import pysqlite3.dbapi2 as sqlite3
 import pytest
 import redis
 import sqlite_vec
+from filelock import FileLock
 
 from omniroute.core.config import SETTINGS
 from omniroute.core.db import Database, migrate
 from omniroute.factory import create_app
-from omniroute.memory.embedding.static_model import build_default_static
+from omniroute.memory.embedding.static_model import build_default_static, default_static_path
 from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
 from tests.fake_upstream import FakeUpstream
@@ -162,8 +165,14 @@ def sdk(gateway):
 
 @pytest.fixture(scope="session")
 def static_path(tmp_path_factory):
-    """A static model distilled in the test from the packaged MiniLM (about 15 s, once)."""
-    return build_default_static(str(tmp_path_factory.mktemp("static")))
+    """A static model distilled in the test from the packaged MiniLM (about 15 s), once a
+    run: the first pytest-xdist worker to ask builds it, in the folder all of them share."""
+    run = tmp_path_factory.getbasetemp()
+    shared = (run.parent if "PYTEST_XDIST_WORKER" in os.environ else run) / "static"
+    with FileLock(f"{shared}.lock"):
+        if not default_static_path(str(shared)).exists():
+            build_default_static(str(shared))
+    return default_static_path(str(shared))
 
 
 @pytest.fixture

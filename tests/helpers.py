@@ -17,8 +17,10 @@ from omniroute.core.config import SETTINGS
 from omniroute.core.db.tables import memories
 
 ADMIN_TOKEN = "test-admin-token"
-# The Redis database the job tests own: flushed before and after each of them.
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
+# The Redis database the job tests own, flushed before and after each of them: one per
+# pytest-xdist worker (gw0 has 15, gw1 14, ...), so parallel workers never flush each other's.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+REDIS_TEST_URL = f"redis://127.0.0.1:6379/{15 - _WORKER}"
 
 
 class FakeClock:

@@ -3,12 +3,9 @@ from pathlib import Path
 import pytest
 
 from omniroute.factory import create_app
-from tests.helpers import ADMIN_TOKEN, app_settings
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, app_settings
 
 pytestmark = pytest.mark.both_stores
-
-# A dedicated Redis database, so that tests never touch db 0.
-REDIS_TEST_URL = "redis://127.0.0.1:6379/14"
 
 
 @pytest.fixture

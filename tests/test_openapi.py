@@ -1,4 +1,6 @@
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -183,3 +185,19 @@ def test_a_change_with_no_field_and_a_backfill_of_a_disabled_qdrant_are_refused(
     answer = client.post("/api/settings/qdrant/backfill", headers=admin)
     assert answer.status_code == 409 and "not enabled" in answer.json["error"]["message"]
     assert client.post("/api/memory/summarize", headers=admin).status_code == 200
+
+
+def test_the_spec_built_on_its_first_reads_is_whole_and_the_same_for_each(app):
+    """The operations enter the spec when it is first read: many first readers at once
+    each get the whole spec, every operation once."""
+    barrier = threading.Barrier(4)
+
+    def read():
+        barrier.wait()
+        return app.test_client().get("/openapi.json").json
+
+    with ThreadPoolExecutor(4) as pool:
+        specs = list(pool.map(lambda _: read(), range(4)))
+    assert all(spec == specs[0] for spec in specs)
+    ids = [operation["operationId"] for _, _, operation in operations(specs[0])]
+    assert len(ids) == len(set(ids)) and "listMemories" in ids and "createChatCompletion" in ids

@@ -89,7 +89,7 @@ def test_enabling_backfills_what_was_there_and_retrieval_uses_qdrant(svc, client
         json={"query": "golden retriever dog", "apiKeyId": "alice", "strategy": "semantic"},
         headers=ADMIN,
     ).json
-    assert preview["resolution"].vector_store == "qdrant"
+    assert preview["resolution"]["vectorStore"] == "qdrant"
 
 
 def test_api_writes_updates_and_deletes_reach_qdrant_by_a_job(svc, client, api_key):

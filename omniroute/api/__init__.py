@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import swagger_ui_bundle
 from flask import Blueprint, Flask, request, send_from_directory
 from flask_smorest import Api
@@ -27,9 +30,41 @@ DOCS_ASSETS_URL = "/docs/assets/"
 
 
 class OmniApi(Api):
-    """flask-smorest's Api, documenting and answering errors in our one JSON shape."""
+    """flask-smorest's Api, documenting and answering errors in our one JSON shape.
+
+    A blueprint's routes serve as soon as it is registered; its operations enter the spec
+    when the spec is first read (/openapi.json, /docs, a plugin), in registration order.
+    Building them is most of an app's start-up, and a process that never serves the spec
+    (a worker, an app made for one test) never needs them.
+    """
 
     ERROR_SCHEMA = ErrorSchema
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._undocumented: list[tuple[Any, str, Any]] = []
+        self._documenting = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    @property
+    def spec(self):
+        with self._documenting:
+            pending, self._undocumented = self._undocumented, []
+            for blp, name, parameters in pending:
+                blp.register_views_in_doc(self, self._app, self._spec, name=name,
+                                          parameters=parameters)  # fmt: skip
+                self._spec.tag({"name": name, "description": blp.description})
+        return self._spec
+
+    @spec.setter
+    def spec(self, value) -> None:
+        self._spec = value
+
+    def register_blueprint(self, blp, *, parameters=None, **options):
+        """flask-smorest's, with the documenting left for the spec's first reader."""
+        name = options.get("name", blp.name)
+        self._app.extensions["flask-smorest"]["blp_name_to_api"][name] = self
+        self._app.register_blueprint(blp, **options)
+        self._undocumented.append((blp, name, parameters))
 
     def handle_http_exception(self, error):
         return http_error_response(error)

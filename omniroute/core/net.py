@@ -10,9 +10,11 @@ elsewhere. Callers must not follow redirects.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import socket
+import ssl
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
@@ -185,3 +187,10 @@ def _check_address(address: Address, allow_local: bool, host: str) -> None:
     )
     if local and not allow_local:
         raise BlockedURL(f"{host} ({address}) is a local address and local URLs are not allowed")
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context every outbound client of the process shares (httpx's
+    default: certifi's roots). Loading the roots is most of what making a client costs."""
+    return httpx.create_ssl_context()

@@ -46,6 +46,7 @@ bench: install
 	$(BIN)/python bench/token_count.py
 	$(BIN)/python bench/concurrency.py --clients 100 500 1000 2000 --baseline 13c81e4
 	$(BIN)/python bench/footprint.py --slim
+	$(BIN)/python bench/app_start.py
 
 # schemathesis, every check, over /api and /v1 of a served app (scripts/fuzz.py says how).
 fuzz: install

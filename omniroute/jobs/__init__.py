@@ -1,9 +1,10 @@
 """RQ jobs: the queues, and the requests that put work on them.
 
-The job functions (jobs.memory) are named here by dotted path and never imported: they need
-the app's services, and the services are built with these requests (Redash's layering: the
-core takes "request a backfill" as a callback, jobs/ owns enqueueing). Jobs take ids and plain
-values, never objects.
+The job functions (jobs.tasks) are named here by dotted path, once each, and never imported:
+they need the app's services, and the services are built with these requests (Redash's
+layering: the core takes "request a backfill" as a callback, jobs/ owns enqueueing);
+tests/test_layers.py resolves every such path to a function. Jobs take ids and plain values,
+never objects.
 """
 
 from __future__ import annotations

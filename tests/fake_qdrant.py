@@ -15,13 +15,15 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 
+from tests.loopback import LoopbackServer
 
-class FakeQdrant:
+
+class FakeQdrant(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.collections: dict[str, dict[str, Any]] = {}
@@ -29,21 +31,7 @@ class FakeQdrant:
         self.api_key: str | None = None
         self.slow_seconds = 2.0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> FakeQdrant:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(_handler_for(self))
 
     def paths(self, method: str | None = None) -> list[str]:
         return [r["path"] for r in self.requests if method is None or r["method"] == method]

@@ -20,11 +20,13 @@ import hashlib
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.loopback import LoopbackServer
 
-class FakeUpstream:
+
+class FakeUpstream(LoopbackServer):
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.reply = "Noted."
@@ -38,29 +40,15 @@ class FakeUpstream:
         self._lock = threading.Lock()
         # Set, a stream sends its first word, then waits for the gate to open.
         self.gate: threading.Event | None = None
-        self._server = _Server(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(_handler_for(self))
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"{self.url}/v1"
 
     @property
     def last_body(self) -> dict[str, Any]:
         return self.requests[-1]["body"]
-
-    def start(self) -> FakeUpstream:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # a hundred clients connect at once in the serving tests
 
 
 def completion(model: str, text: str) -> dict[str, Any]:

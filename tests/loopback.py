@@ -1,4 +1,5 @@
-"""A threaded HTTP server on 127.0.0.1 for the fake services the backend tests talk to."""
+"""A threaded HTTP server on 127.0.0.1 for the fake services the tests talk to (the
+upstream provider, Qdrant, memory backends)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,20 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # a hundred clients connect at once in the serving tests
+
+
 class LoopbackServer:
     """Serves `handler` (a BaseHTTPRequestHandler class made for this instance) on a free
-    port; `url` is its root."""
+    port; `url` is its root. `stop` returns within a hundredth of a second (the serving
+    loop's poll), not half of one: nearly every test stops one."""
 
     def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
 
     @property

@@ -170,6 +170,7 @@ def _all(owner):
     return MemoryFilter(api_key_id=owner)
 
 
+@pytest.mark.slow  # distils the real model
 def test_enabling_static_builds_its_model_then_embeds_in_the_background(app):
     """The first time static is enabled, the model is distilled (about 15 s), then used."""
     svc = app.extensions["omniroute"]

@@ -47,8 +47,6 @@ def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) ->
     Under a minute on two cores (bench/footprint.py). Written to a temporary folder and
     renamed into place, so a half-built model is never loaded.
     """
-    from model2vec.distill import distill
-
     target = default_static_path(data_dir)
     partial = _partial(target)
     if partial.exists() and time.time() - partial.stat().st_mtime > STALE_BUILD_SECONDS:
@@ -58,9 +56,15 @@ def build_default_static(data_dir: str, dimensions: int = DEFAULT_DIMENSIONS) ->
         partial.mkdir()  # fails while another build holds it: one build at a time
     except FileExistsError:
         raise BuildInProgress(f"{partial} is being built") from None
-    log.info("distilling the static embedding model into %s", target)
-    model = distill(model_name=default_model_path(), pca_dims=dimensions)
-    model.save_pretrained(str(partial))
+    try:
+        from model2vec.distill import distill  # torch: imported only when a build runs
+
+        log.info("distilling the static embedding model into %s", target)
+        model = distill(model_name=default_model_path(), pca_dims=dimensions)
+        model.save_pretrained(str(partial))
+    except BaseException:  # a failed build (no torch, say) leaves no folder to wait for
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return target

@@ -10,7 +10,10 @@ import re
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+
+import anyio
 
 from omniroute.core.clock import to_iso
 from omniroute.core.config import SETTINGS
@@ -124,3 +127,11 @@ def backdate(store, key, days, accessed_days=None, count=0):
         values["last_accessed_at"] = to_iso(now - timedelta(days=accessed_days))
     with store.db.write() as conn:
         conn.execute(memories.update().where(memories.c.key == key).values(**values))
+
+
+def run_async(work, *args):
+    """Run an async test body to its end, on an event loop of its own in a thread of its
+    own: the session's browser (sync Playwright) may keep a loop running in the main thread
+    of this pytest worker, beside which asyncio.run and anyio.run refuse to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, work, *args).result()

@@ -3,11 +3,11 @@ through the official MCP client over streamable HTTP."""
 
 from __future__ import annotations
 
-import anyio
 import pytest
 from prometheus_client import REGISTRY
 
 from omniroute.memory.model import MemoryFilter
+from tests.helpers import run_async
 from tests.mcp_client import call, http_session
 
 pytestmark = pytest.mark.both_stores
@@ -46,7 +46,7 @@ def test_an_agent_manages_its_memories_in_the_primary_backend(gateway, gateway_a
             _, cleared = await call(session, "omniroute_memory_clear")
             assert cleared["data"]["deletedCount"] == 1
 
-    anyio.run(work)
+    run_async(work)
     assert [m["apiKeyId"] for m in memory_service.memories.values()] == ["bob"]
     assert svc.memories.find(MemoryFilter(api_key_id=key.id)) == [], "nothing went local"
 
@@ -80,7 +80,7 @@ def test_a_leaky_primary_never_shows_or_deletes_another_keys_memories(
             _, cleared = await call(session, "omniroute_memory_clear")
             assert cleared["data"]["deletedCount"] == 2
 
-    anyio.run(work)
+    run_async(work)
     assert {m["apiKeyId"] for m in memory_service.memories.values()} == {"bob"}
     assert len(memory_service.memories) == 120
     assert _foreign("brain") > dropped

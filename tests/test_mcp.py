@@ -8,7 +8,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 import httpx
 import httpx2
 import pytest
@@ -18,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 import omniroute
 from omniroute.memory.model import MemoryFilter
-from tests.helpers import ADMIN_TOKEN, environment
+from tests.helpers import ADMIN_TOKEN, environment, run_async
 from tests.mcp_client import call, http_session
 
 pytestmark = pytest.mark.both_stores
@@ -43,7 +42,7 @@ def keys(gateway_app):
 
 
 def run(work):
-    return anyio.run(work)
+    return run_async(work)
 
 
 def test_text_no_database_can_store_is_a_tool_error_and_nothing_is_stored(

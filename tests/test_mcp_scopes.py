@@ -3,12 +3,12 @@ streamable HTTP and stdio alike, through the official MCP client."""
 
 from __future__ import annotations
 
-import anyio
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 
 from omniroute.memory.model import MemoryFilter
+from tests.helpers import run_async
 from tests.mcp_client import call, http_session
 from tests.test_mcp import stdio_parameters
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.both_stores
 
 
 def run(work):
-    return anyio.run(work)
+    return run_async(work)
 
 
 def _filter(owner):

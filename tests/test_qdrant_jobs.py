@@ -7,13 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
 from omniroute.memory.model import MemoryFilter
 from tests.fake_qdrant import FakeQdrant
 from tests.gateway_server import RunningGateway
-from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually, stop
+from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, environment, eventually, run_async, stop
 from tests.mcp_client import call, http_session
 from tests.qdrant_helpers import ADMIN, chat, enable, memory_app, points, synced
 
@@ -141,7 +140,7 @@ def test_memories_an_agent_adds_and_deletes_over_mcp_reach_and_leave_qdrant(tmp_
                 )
                 return added["data"]["memory"]["id"]
 
-        memory_id = anyio.run(add)
+        memory_id = run_async(add)
         synced(svc)
         assert points(svc, key.id) == {memory_id}
 
@@ -150,7 +149,7 @@ def test_memories_an_agent_adds_and_deletes_over_mcp_reach_and_leave_qdrant(tmp_
                 error, _ = await call(session, "omniroute_memory_delete", id=memory_id)
                 assert not error
 
-        anyio.run(delete)
+        run_async(delete)
         synced(svc)
         assert points(svc, key.id) == set()
     finally:

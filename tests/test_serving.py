@@ -22,7 +22,15 @@ import pytest
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from tests.gateway_server import RunningGateway
-from tests.helpers import ADMIN_TOKEN, app_settings, drained, environment, eventually, free_port
+from tests.helpers import (
+    ADMIN_TOKEN,
+    app_settings,
+    drained,
+    environment,
+    eventually,
+    free_port,
+    run_async,
+)
 from tests.tcp_relay import CuttableRelay
 from tests.test_processes import ROOT, call, web_process
 
@@ -85,7 +93,7 @@ def test_one_web_process_holds_a_hundred_streams_on_four_threads(tmp_path, gated
                 gated.gate.set()
                 return health, whole, await asyncio.gather(*streams)
 
-        health, whole, answers = asyncio.run(load())
+        health, whole, answers = run_async(load)
     assert health.status_code == 200
     assert whole.status_code == 200 and whole.json()["choices"][0]["message"]["content"] == REPLY
     assert [status for status, _ in answers] == [200] * STREAMS

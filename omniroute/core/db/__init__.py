@@ -258,9 +258,11 @@ class Database:
         return not busy
 
     def ping(self) -> None:
-        """Raise unless the database answers a query."""
+        """Raise unless the database answers a query that reads it: a table's row, not a
+        constant (SQLite answers `SELECT 1` on a pooled connection to a file that has since
+        become garbage)."""
         with self.read() as connection:
-            connection.exec_driver_sql("SELECT 1").scalar_one()
+            connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -41,7 +41,8 @@ def test_the_service_runs_without_vectors_when_sqlite_vec_fails_to_load(tmp_path
 
     monkeypatch.setattr(sqlite_vec, "load", broken)
     database = Database(f"sqlite:///{tmp_path / 'novec.db'}")
-    database.ping()
+    with database.read() as connection:  # the first connection tries to load it
+        assert connection.exec_driver_sql("SELECT 1").scalar_one() == 1
     assert not database.vectors.available
     assert "no vec for you" in database.vectors.error
     database.dispose()

@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from omniroute.core.db.postgres_engine import detect_pgvector, is_postgres, postgres_engine
-from omniroute.core.db.sqlite_engine import BEGIN_OPTION, sqlite_engine
+from omniroute.core.db.sqlite_engine import BEGIN_OPTION, probe_file, sqlite_engine
 from omniroute.core.db.vector_support import VectorSupport
 
 log = logging.getLogger(__name__)
@@ -258,11 +258,14 @@ class Database:
         return not busy
 
     def ping(self) -> None:
-        """Raise unless the database answers a query that reads it: a table's row, not a
-        constant (SQLite answers `SELECT 1` on a pooled connection to a file that has since
-        become garbage)."""
+        """Raise unless the database answers a query. On SQLite, on a connection of its own
+        that reads the file's schema: a pooled one keeps answering from its cache after the
+        file has become garbage, and a missing file is not created."""
+        if self.dialect == "sqlite":
+            probe_file(self.path)
+            return
         with self.read() as connection:
-            connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+            connection.exec_driver_sql("SELECT 1").scalar_one()
 
     def dispose(self) -> None:
         self.engine.dispose()

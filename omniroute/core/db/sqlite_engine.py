@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pysqlite3.dbapi2 as sqlite3
 import sqlite_vec
@@ -91,3 +92,14 @@ def _load_sqlite_vec(dbapi_connection: sqlite3.Connection) -> VectorSupport:
     except Exception as exc:  # any failure leaves keyword search working
         return VectorSupport("sqlite-vec", available=False, error=str(exc))
     return VectorSupport("sqlite-vec", available=True, version=version)
+
+
+def probe_file(path: str) -> None:
+    """Read the database file's schema on a fresh connection (never creating the file);
+    raise sqlite3.Error when it is missing or not a database."""
+    uri = f"{Path(path).absolute().as_uri()}?mode=rw"
+    connection = sqlite3.connect(uri, uri=True, timeout=5)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        connection.close()

@@ -13,6 +13,7 @@ Run with `make bench` or `python bench/qdrant_tier.py --sizes 10000 100000`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import random
@@ -88,10 +89,9 @@ class Engine:
         return local, time.perf_counter() - started
 
     def rank(self, owner: str, query: str, strategy: str, tier: str):
-        settings = {
-            **self.memory_settings.get(),
-            "vectorStore": "qdrant" if tier == "qdrant" else "auto",
-        }
+        settings = dataclasses.replace(
+            self.memory_settings.get(), vector_store="qdrant" if tier == "qdrant" else "auto"
+        )
         ranking = self.retriever.rank(
             api_key_id=owner, query=query, settings=settings, strategy=strategy
         )

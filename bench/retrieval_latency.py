@@ -40,7 +40,7 @@ from omniroute.memory.life.backfill import Backfill  # noqa: E402
 from omniroute.memory.search import vector_cache  # noqa: E402
 from omniroute.memory.search.budget import within_budget  # noqa: E402
 from omniroute.memory.search.retrieval import STRATEGIES, Retriever  # noqa: E402
-from omniroute.memory.settings import normalise  # noqa: E402
+from omniroute.memory.settings import MemoryConfig  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def grow(store: MemoryStore, owner: str, sentences: list[str], start: int, stop:
 
 
 def measure(retriever: Retriever, owner: str, questions: list[str], strategy: str, repeat: int):
-    settings = normalise({})
+    settings = MemoryConfig.from_stored({})
     timings = []
     for number in range(repeat):
         started = time.perf_counter()
@@ -72,7 +72,7 @@ def measure(retriever: Retriever, owner: str, questions: list[str], strategy: st
             settings=settings,
             strategy=strategy,
         )
-        within_budget([item.memory for item in ranking.items], settings["maxTokens"])
+        within_budget([item.memory for item in ranking.items], settings.max_tokens)
         timings.append((time.perf_counter() - started) * 1000)
     timings.sort()
     return statistics.median(timings), timings[int(len(timings) * 0.95) - 1]
@@ -82,7 +82,12 @@ def warm(retriever: Retriever, index) -> None:
     """Let a large key's RAM matrix be built, as the first searches of a process would."""
     if index.cache is not None:
         vector_cache.RECHECK_SECONDS = 0  # the key grew faster than a real one would
-        retriever.rank(api_key_id="big", query="warm", settings=normalise({}), strategy="semantic")
+        retriever.rank(
+            api_key_id="big",
+            query="warm",
+            settings=MemoryConfig.from_stored({}),
+            strategy="semantic",
+        )
         index.cache.wait()
 
 

@@ -44,7 +44,7 @@ from omniroute.memory.search.budget import within_budget  # noqa: E402
 from omniroute.memory.search.retrieval import RetrievalOptions, Retriever  # noqa: E402
 from omniroute.memory.search.tokens import count_tokens  # noqa: E402
 from omniroute.memory.search.vectors import SqliteVecIndex  # noqa: E402
-from omniroute.memory.settings import normalise  # noqa: E402
+from omniroute.memory.settings import MemoryConfig  # noqa: E402
 from omniroute.memory.store import MemoryStore  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "locomo10.json"
@@ -65,8 +65,8 @@ class FixedSource:
 
 
 class Settings:
-    def get(self) -> dict:
-        return normalise({})
+    def get(self) -> MemoryConfig:
+        return MemoryConfig.from_stored({})
 
 
 def turns_of(conversation: dict) -> list[tuple[str, str]]:
@@ -108,7 +108,7 @@ def load_conversation(folder: Path, conversation: dict, embedder) -> Retriever:
 
 
 def rank(retriever: Retriever, owner: str, question: dict, strategy: str):
-    settings = normalise({})
+    settings = MemoryConfig.from_stored({})
     return retriever.rank(
         api_key_id=owner, query=question["question"], settings=settings, strategy=strategy
     )
@@ -124,7 +124,7 @@ def recall(retriever: Retriever, owner: str, question: dict, strategy: str):
 def injected(retriever: Retriever, owner: str, question: dict, floor: float):
     """(share of the evidence injected, memories injected, their tokens) at this floor."""
     ranking = rank(retriever, owner, question, "hybrid")
-    taken = within_budget(ranking.relevant(floor), normalise({})["maxTokens"])
+    taken = within_budget(ranking.relevant(floor), MemoryConfig.from_stored({}).max_tokens)
     wanted = evidence_of(question)
     share = len(wanted & {memory.key for memory in taken}) / len(wanted)
     return share, len(taken), sum(count_tokens(memory.content) for memory in taken)

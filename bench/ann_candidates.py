@@ -9,7 +9,8 @@ threads, then answers the queries one at a time on one thread (as a request woul
 
 - `exact`: the float32 matrix and a matrix-vector product (what vector_cache does today);
 - `usearch-f16`, `usearch-i8`: usearch's HNSW with float16 or int8 vectors;
-- `hnswlib`: hnswlib's HNSW (float32 only).
+- `hnswlib`: hnswlib's HNSW (float32 only; an sdist that needs a C++ compiler, so not in
+  requirements: `pip install hnswlib==0.8.0` to compare it).
 
 Printed per candidate: the build time, query p50 / p95 in ms, recall@10 against exact, and
 the RSS the index added. Run with `python bench/ann_candidates.py --sizes 100000 1000000`.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import logging
 import statistics
@@ -39,7 +41,6 @@ from bench.retrieval_quality import DEVELOPMENT, LOCOMO, embedder_for, turns_of 
 K = 10
 CONNECTIVITY = 16  # HNSW's M
 EXPANSION_ADD = 128  # ef_construction
-EXPANSION_SEARCH = 64  # ef at query time
 
 
 def corpus(embedder, size: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
@@ -62,19 +63,18 @@ def corpus(embedder, size: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
 
 
 def truth(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    scores = queries @ vectors.T if len(vectors) <= 200_000 else _blocked(vectors, queries)
-    return np.argsort(-scores, axis=1)[:, :K]
+    """The exact top K of each query, fifty queries at a time (a million scores each)."""
+    found = []
+    for start in range(0, len(queries), 50):
+        scores = queries[start : start + 50] @ vectors.T
+        top = np.argpartition(-scores, K, axis=1)[:, :K]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1)
+        found.append(np.take_along_axis(top, order, axis=1))
+    return np.concatenate(found)
 
 
-def _blocked(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    scores = np.empty((len(queries), len(vectors)), dtype=np.float32)
-    for start in range(0, len(vectors), 200_000):
-        scores[:, start : start + 200_000] = queries @ vectors[start : start + 200_000].T
-    return scores
-
-
-def exact(vectors: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    def search(query: np.ndarray) -> np.ndarray:
+def exact(vectors: np.ndarray) -> Callable[[np.ndarray, int], np.ndarray]:
+    def search(query: np.ndarray, ef: int) -> np.ndarray:
         scores = vectors @ query
         top = np.argpartition(-scores, K)[:K]
         return top[np.argsort(-scores[top])]
@@ -82,31 +82,32 @@ def exact(vectors: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return search
 
 
-def usearch_index(vectors: np.ndarray, dtype: str) -> Callable[[np.ndarray], np.ndarray]:
+def usearch_index(vectors: np.ndarray, dtype: str) -> Callable[[np.ndarray, int], np.ndarray]:
     from usearch.index import Index
 
     index = Index(
         ndim=vectors.shape[1], metric="cos", dtype=dtype, connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH,
+        expansion_add=EXPANSION_ADD,
     )  # fmt: skip
     index.add(np.arange(len(vectors)), vectors, threads=2)
 
-    def search(query: np.ndarray) -> np.ndarray:
+    def search(query: np.ndarray, ef: int) -> np.ndarray:
+        index.expansion_search = ef
         return index.search(query, K, threads=1).keys
 
     return search
 
 
-def hnswlib_index(vectors: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+def hnswlib_index(vectors: np.ndarray) -> Callable[[np.ndarray, int], np.ndarray]:
     import hnswlib
 
     index = hnswlib.Index(space="cosine", dim=vectors.shape[1])
     index.init_index(len(vectors), ef_construction=EXPANSION_ADD, M=CONNECTIVITY)
     index.add_items(vectors, np.arange(len(vectors)), num_threads=2)
-    index.set_ef(EXPANSION_SEARCH)
     index.set_num_threads(1)
 
-    def search(query: np.ndarray) -> np.ndarray:
+    def search(query: np.ndarray, ef: int) -> np.ndarray:
+        index.set_ef(ef)
         return index.knn_query(query, k=K)[0][0]
 
     return search
@@ -120,7 +121,13 @@ CANDIDATES = {
 }
 
 
-def measure(name: str, vectors: np.ndarray, queries: np.ndarray, expected: np.ndarray) -> str:
+def measure(
+    name: str, vectors: np.ndarray, queries: np.ndarray, expected: np.ndarray, efs: list[int]
+) -> list[str]:
+    try:
+        importlib.import_module({"exact": "numpy", "hnswlib": "hnswlib"}.get(name, "usearch"))
+    except ImportError:
+        return [f"{name:<12} not installed"]
     gc.collect()
     process = psutil.Process()
     before = process.memory_info().rss
@@ -128,24 +135,29 @@ def measure(name: str, vectors: np.ndarray, queries: np.ndarray, expected: np.nd
     search = CANDIDATES[name](vectors)
     built = time.perf_counter() - started
     added = (process.memory_info().rss - before) / 2**20
-    times, hits = [], 0
-    for query, wanted in zip(queries, expected, strict=True):
-        started = time.perf_counter()
-        found = search(query)
-        times.append((time.perf_counter() - started) * 1000)
-        hits += len(set(int(i) for i in found) & set(int(i) for i in wanted))
-    p95 = statistics.quantiles(times, n=20)[-1]
-    recall = hits / (K * len(queries))
-    return (
-        f"{name:<12} build {built:7.1f} s  p50 {statistics.median(times):6.2f} ms  "
-        f"p95 {p95:6.2f} ms  recall@10 {recall:.3f}  RSS +{added:6.0f} MB"
-    )
+    lines = []
+    for ef in efs if name != "exact" else efs[:1]:
+        times, hits = [], 0
+        for query, wanted in zip(queries, expected, strict=True):
+            started = time.perf_counter()
+            found = search(query, ef)
+            times.append((time.perf_counter() - started) * 1000)
+            hits += len({int(i) for i in found} & {int(i) for i in wanted})
+        p95 = statistics.quantiles(times, n=20)[-1]
+        recall = hits / (K * len(queries))
+        shown = "" if name == "exact" else f"ef {ef:<4}"
+        lines.append(
+            f"{name:<12} {shown:<8} build {built:6.1f} s  p50 {statistics.median(times):6.2f} ms  "
+            f"p95 {p95:6.2f} ms  recall@10 {recall:.3f}  RSS +{added:5.0f} MB"
+        )
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[100_000])
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
+    parser.add_argument("--ef", nargs="+", type=int, default=[64, 256, 1024])
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -156,7 +168,8 @@ def main() -> None:
         print(f"{size:,} vectors of {vectors.shape[1]} dims, {len(queries)} queries, one key")
         with threadpool_limits(1):  # one BLAS thread, as vector_cache searches
             for name in args.candidates:
-                print("  " + measure(name, vectors, queries, expected), flush=True)
+                for line in measure(name, vectors, queries, expected, args.ef):
+                    print("  " + line, flush=True)
 
 
 if __name__ == "__main__":

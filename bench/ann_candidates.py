@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.retrieval_quality import DEVELOPMENT, LOCOMO, embedder_for, turns_of  # noqa: E402
 
 K = 10
-CONNECTIVITY = 16  # HNSW's M
-EXPANSION_ADD = 128  # ef_construction
+# HNSW's M and ef_construction (--m, --ef-construction)
+GRAPH = {"m": 16, "ef_construction": 128}
 
 
 def corpus(embedder, size: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
@@ -86,8 +86,8 @@ def usearch_index(vectors: np.ndarray, dtype: str) -> Callable[[np.ndarray, int]
     from usearch.index import Index
 
     index = Index(
-        ndim=vectors.shape[1], metric="cos", dtype=dtype, connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD,
+        ndim=vectors.shape[1], metric="cos", dtype=dtype, connectivity=GRAPH["m"],
+        expansion_add=GRAPH["ef_construction"],
     )  # fmt: skip
     index.add(np.arange(len(vectors)), vectors, threads=2)
 
@@ -102,7 +102,7 @@ def hnswlib_index(vectors: np.ndarray) -> Callable[[np.ndarray, int], np.ndarray
     import hnswlib
 
     index = hnswlib.Index(space="cosine", dim=vectors.shape[1])
-    index.init_index(len(vectors), ef_construction=EXPANSION_ADD, M=CONNECTIVITY)
+    index.init_index(len(vectors), ef_construction=GRAPH["ef_construction"], M=GRAPH["m"])
     index.add_items(vectors, np.arange(len(vectors)), num_threads=2)
     index.set_num_threads(1)
 
@@ -158,14 +158,20 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[100_000])
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES))
     parser.add_argument("--ef", nargs="+", type=int, default=[64, 256, 1024])
+    parser.add_argument("--m", type=int, default=GRAPH["m"])
+    parser.add_argument("--ef-construction", type=int, default=GRAPH["ef_construction"])
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
+    GRAPH.update(m=args.m, ef_construction=args.ef_construction)
     embedder = embedder_for("static", args.cache)
     for size in args.sizes:
         vectors, queries = corpus(embedder, size)
         expected = truth(vectors, queries)
-        print(f"{size:,} vectors of {vectors.shape[1]} dims, {len(queries)} queries, one key")
+        print(
+            f"{size:,} vectors of {vectors.shape[1]} dims, {len(queries)} queries, one key;"
+            f" M {GRAPH['m']}, ef_construction {GRAPH['ef_construction']}"
+        )
         with threadpool_limits(1):  # one BLAS thread, as vector_cache searches
             for name in args.candidates:
                 for line in measure(name, vectors, queries, expected, args.ef):

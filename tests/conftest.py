@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 
+import hypothesis
 import openai
 import pysqlite3.dbapi2 as sqlite3
 import pytest
@@ -35,6 +36,12 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SLOW_FIXTURES & set(item.fixturenames) or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+# No property test is timed: Hypothesis's default 200 ms deadline fails an example that a
+# busy machine (three workers on two cores) merely ran slowly, once.
+hypothesis.settings.register_profile("omniroute", deadline=None)
+hypothesis.settings.load_profile("omniroute")
 
 
 def pytest_report_header(config):

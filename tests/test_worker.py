@@ -207,3 +207,22 @@ def test_a_job_whose_worker_was_killed_runs_again_on_the_other_worker_exactly_on
         stop(*(worker for worker in (doomed, survivor) if worker is not None))
         for log in logs.values():
             log.close()
+
+
+def test_killing_a_horse_that_is_not_there_never_signals_the_workers_own_group():
+    # In a session of its own: were the guard missing, the script would kill only itself.
+    script = (
+        "import os, redis\n"
+        "from omniroute.jobs.worker import GatewayWorker\n"
+        f"connection = redis.Redis.from_url({REDIS_TEST_URL!r})\n"
+        "worker = GatewayWorker(['default'], connection=connection)\n"
+        "for pid in (0, os.getpid(), 2**22 + 12345):  # none, itself, a pid that is not there\n"
+        "    worker._horse_pid = pid\n"
+        "    worker.kill_horse()\n"
+        "print('alive')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=environment(), capture_output=True,
+        text=True, timeout=60, start_new_session=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr

@@ -62,6 +62,18 @@ class GatewayWorker(HerokuWorker):
             deadline.start()
         super().request_stop(signum, frame)
 
+    def kill_horse(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        """RQ's, but only ever at a horse: RQ signals `os.getpgid(horse_pid)`, and with no
+        horse (pid 0, as a stop-job command or a race may find it) that is this process's own
+        group: the worker, and whatever started it in that group (a parallel test run lost
+        its whole session this way)."""
+        try:
+            if not self.horse_pid or os.getpgid(self.horse_pid) == os.getpgrp():
+                return
+        except ProcessLookupError:  # the horse is already gone
+            return
+        super().kill_horse(sig)
+
     def _end_a_lost_stop(self) -> None:
         self.log.error(
             "Worker %s: still running %.0f s after its stop; ending the process",

@@ -23,6 +23,7 @@ from marshmallow import ValidationError
 
 from omniroute.core.fields import header_value
 from omniroute.core.net import HTTP_URL_PATTERN, BlockedURL, check_base_url
+from omniroute.memory.backends.base import MemoryBackend
 from omniroute.memory.backends.generic import (
     DEFAULT_ENDPOINTS,
     DEFAULT_TIMEOUT_MS,
@@ -134,7 +135,7 @@ class BackendKind:
     fields: Mapping[str, dict[str, Any]]
     required: tuple[str, ...]
     check: Callable[[Mapping[str, Any]], object]
-    make: Callable[[str, Mapping[str, Any], httpx.Client, bool], Any]
+    make: Callable[[str, Mapping[str, Any], httpx.Client, bool], MemoryBackend]
     default_url: str | None = None
     from_env: Callable[[Mapping[str, Any]], dict[str, Any] | None] = field(default=lambda env: None)
 

@@ -173,7 +173,7 @@ def build_server(
             settings = svc.memory_settings.get()
             budget = maxTokens or settings.max_tokens or 2000
             # The same retrieval, with the same settings, as the proxy.
-            found = memories.recall(owner, query, 100, max_tokens=budget)
+            found = memories.recall(owner, query, 100, max_tokens=budget, settings=settings)
             kept = [memory for memory in found.memories if not type or memory.type == type]
             return within_budget(kept[: limit or 100], budget), found.scores
 

@@ -94,7 +94,7 @@ class MemoryTurn:
             self.user_text,
             RECALL_LIMIT,
             max_tokens=self.settings.max_tokens,
-            strategy=self.settings.strategy,
+            settings=self.settings,
         )
         self.backend, self.failed_backends = found.backend, found.failed
         fell_back = found.fallback_reason is not None or found.ranking_fell_back

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from omniroute.core.metrics import FOREIGN_MEMORIES
 from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
+from omniroute.memory.settings import MemoryConfig
 from omniroute.memory.store import MemoryNotFound
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,9 @@ class SearchQuery:
     max_tokens: int | None = None
     strategy: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    # The settings the request already read, for a backend that ranks with them (the local
+    # store): read once per chat, not again by each part it passes through.
+    settings: MemoryConfig | None = None
 
 
 @dataclass(frozen=True)

@@ -286,8 +286,8 @@ def env_configs(env: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def default_url(raw: Mapping[str, Any]) -> str | None:
-    kind = KINDS.get(raw.get("type", "generic")) if isinstance(raw.get("type", ""), str) else None
-    return kind.default_url if kind else None
+    kind = raw.get("type", "generic")
+    return KINDS[kind].default_url if isinstance(kind, str) and kind in KINDS else None
 
 
 def check_config(raw: Mapping[str, Any], *, allow_local: bool) -> None:

@@ -91,7 +91,7 @@ class LocalBackend(Stateless):
         ranking = self.retriever.rank(
             api_key_id=query.api_key_id,
             query=query.query,
-            settings=self.settings.get(),
+            settings=query.settings or self.settings.get(),
             strategy=query.strategy,
         )
         memories = ranking.relevant(self.retriever.options.relevance_floor)[: max(0, query.limit)]

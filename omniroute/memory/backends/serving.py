@@ -13,6 +13,7 @@ from omniroute.memory.backends.manager import Found, MemoryManager
 from omniroute.memory.backends.setup import BackendSetup
 from omniroute.memory.listing import listing_of
 from omniroute.memory.model import Memory, MemoryFilter
+from omniroute.memory.settings import MemoryConfig
 from omniroute.memory.store import MemoryStore
 
 
@@ -65,16 +66,17 @@ class ServingMemories:
         limit: int,
         *,
         max_tokens: int | None = None,
-        strategy: str | None = None,
+        settings: MemoryConfig | None = None,
     ) -> Found:
         """The owner's memories for `query`, best first, with scores where the backend has
         them (the local store's: the gateway's own retrieval; a fallback's when the primary
-        fails); the newest without a query."""
-        manager = self._manager()
+        fails); the newest without a query. `settings`: those the caller read (its strategy
+        is asked for), so that one request reads them once."""
+        manager = self._setup.current(settings)
         if query and query.strip():
             asked = SearchQuery(
                 query=query, api_key_id=owner, limit=limit, max_tokens=max_tokens,
-                strategy=strategy,
+                strategy=settings.strategy if settings else None, settings=settings,
             )  # fmt: skip
             return manager.search(asked)
         newest = manager.list(ListQuery(api_key_id=owner, limit=limit)).data

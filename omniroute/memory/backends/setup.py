@@ -68,9 +68,10 @@ class BackendSetup:
         self._remote: set[str] = set()
         self._lock = threading.Lock()
 
-    def current(self) -> MemoryManager:
-        """The manager, configured from the settings as they are now."""
-        values = self._settings.get()
+    def current(self, values: MemoryConfig | None = None) -> MemoryManager:
+        """The manager, configured from the settings as they are now (`values`, when the
+        caller has just read them)."""
+        values = values or self._settings.get()
         wanted = [values.primary_backend, values.fallback_backends, values.backend_configs]
         with self._lock:
             if wanted != self._applied:

@@ -100,7 +100,9 @@ def test_a_key_is_made_read_only_and_given_write_back(page, svc):
     row = page.get_by_role("form", name="Scopes of recall bot")
     row.get_by_label("read").uncheck()
     row.get_by_label("write").uncheck()
-    row.get_by_role("button", name="Save").click()
+    # The announcement reads as after the first save: wait for this save's own answer.
+    with page.expect_response(lambda r: r.request.method == "PATCH" and key.id in r.url):
+        row.get_by_role("button", name="Save").click()
     expect(page.locator("#announcer")).to_have_text("Scopes of “recall bot” saved")
     assert svc.keys.get(key.id).scopes == ()
 

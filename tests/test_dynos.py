@@ -21,6 +21,7 @@ from rq import Queue
 from omniroute.factory import create_app
 from omniroute.jobs import DEFAULT_QUEUE
 from omniroute.memory.model import MemoryFilter
+from tests.gateway_server import call
 from tests.helpers import (
     ADMIN_TOKEN,
     REDIS_TEST_URL,
@@ -31,7 +32,6 @@ from tests.helpers import (
     stop,
 )
 from tests.job_functions import leaves_a_mark
-from tests.test_processes import call
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ import pytest
 
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
-from tests.gateway_server import RunningGateway
+from tests.gateway_server import ROOT, RunningGateway, call, web_process
 from tests.helpers import (
     ADMIN_TOKEN,
     app_settings,
@@ -32,7 +32,6 @@ from tests.helpers import (
     run_async,
 )
 from tests.tcp_relay import CuttableRelay
-from tests.test_processes import ROOT, call, web_process
 
 pytestmark = pytest.mark.slow
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -137,6 +138,8 @@ class Services:
             database.read,
             min_vectors=config["MEMORY_VEC_CACHE_MIN_VECTORS"],
             max_bytes=config["MEMORY_VEC_CACHE_MB"] * 2**20,
+            graph_min_vectors=config["MEMORY_VEC_GRAPH_MIN_VECTORS"],
+            folder=Path(config["DATA_DIR"]) / "vector_graphs",
         )
         vectors: VectorIndex = (
             PgVectorIndex()
@@ -294,9 +297,9 @@ class Services:
 
     def close(self) -> None:
         self.scheduler.stop()
-        self.access.flush()
+        self.access.close()
         self.jobs.shutdown()
-        self.activity.flush()  # after the jobs, which count what they did
+        self.activity.close()  # after the jobs, which count what they did
         self.backends.manager.shutdown()
         self.retriever.close()
         if self.vectors.cache is not None:

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from omniroute.core.activity import ActivityLog, Step, latency_series
+from omniroute.core.db import Database
 from omniroute.memory.search.tokens import count_tokens
 from tests.helpers import ADMIN_TOKEN, REDIS_TEST_URL, csrf_of
 from tests.test_jobs import run_worker
@@ -39,6 +40,16 @@ def test_two_processes_add_up_in_the_shared_database(database):
     assert steps[-1].totals == {"chats": 1.0}
     assert all(step.totals == {} for step in steps[:-2])
     web.flush()  # before the database closes: its timer would write to a closed pool
+
+
+def test_a_closed_log_whose_database_is_gone_gives_up_instead_of_retrying_forever():
+    gone = Database("postgresql://postgres@127.0.0.1:1/gone")  # nothing listens on port 1
+    log = ActivityLog(gone, Clock(), interval=3600)
+    log.add("chats")
+    log.close()  # the last write fails, and gives its counts back
+    assert log._batch._timer is None, "no timer retries for a closed process"
+    log.add("chats")
+    assert log._batch._timer is None
 
 
 def test_the_day_window_sums_half_hours(database):

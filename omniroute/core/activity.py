@@ -91,8 +91,12 @@ class ActivityLog:
         self.add(latency_series(bound))
 
     def flush(self) -> None:
-        """Write what gathered (a job's end, a process' close)."""
+        """Write what gathered (a job's end)."""
         self._batch.flush()
+
+    def close(self) -> None:
+        """Write what gathered, and no more (a process' close)."""
+        self._batch.close()
 
     def _write(self, pending: Counter) -> None:
         """One upsert that adds per series and minute; on a database error the counts wait

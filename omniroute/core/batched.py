@@ -4,7 +4,8 @@ For what every request adds to (how often a memory was injected, the Activity vi
 totals): writing each at once would make every request a write transaction. The first count
 after a write starts a timer; `flush` (the timer, or a caller that must not wait) hands the
 gathered counts to `write` in one go. A process killed without a flush loses at most one
-interval's counts.
+interval's counts. Once closed, no timer starts: counts added later, or given back by a write
+that failed at the close, stay unwritten (a closed process's database may be gone).
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ class Batched:
         self._pending: Counter[Hashable] = Counter()
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     def add(self, counts: Mapping[Hashable, float]) -> None:
         with self._lock:
             self._pending.update(counts)
-            if self._timer is None:
+            if self._timer is None and not self._closed:
                 self._timer = threading.Timer(self._interval, self.flush)
                 self._timer.daemon = True
                 self._timer.start()
@@ -39,3 +41,9 @@ class Batched:
                 self._timer = None
         if pending:
             self._write(pending)
+
+    def close(self) -> None:
+        """Write what gathered, the last time."""
+        with self._lock:
+            self._closed = True
+        self.flush()

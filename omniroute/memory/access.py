@@ -26,3 +26,7 @@ class AccessRecorder:
     def flush(self) -> None:
         """Write the counts gathered so far."""
         self._batch.flush()
+
+    def close(self) -> None:
+        """Write the counts gathered so far, and no more."""
+        self._batch.close()

@@ -7,6 +7,7 @@ import sqlite_vec
 
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
+from omniroute.memory.search.graph import TenantGraph
 from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
 from omniroute.memory.search.vectors import SqliteVecIndex
 from tests.helpers import app_settings, eventually
@@ -258,3 +259,40 @@ def test_closing_the_services_stops_the_search_threads(svc, alice):
     assert searching()
     svc.close()
     assert searching() == []
+
+
+@pytest.mark.sqlite_only
+def test_a_key_served_from_its_graph_never_returns_deleted_or_expired_memories(
+    tmp_path, database_url, static_path
+):
+    config = app_settings(
+        tmp_path,
+        database_url,
+        MEMORY_STATIC_MODEL=str(static_path),
+        MEMORY_VEC_CACHE_MIN_VECTORS=2,
+        MEMORY_VEC_GRAPH_MIN_VECTORS=2,
+    )
+    app = create_app(config)
+    svc = app.extensions["omniroute"]
+    try:
+        svc.memory_settings.update(
+            {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
+        )
+        for key, content in FACTS.items():
+            svc.memories.create(api_key_id="alice", key=key, content=content)
+        settle(svc)
+        rank(svc, "Which city do we live in?")  # starts the build
+        svc.vectors.cache.wait()
+        graph = svc.vectors.cache._matrices["alice"]
+        assert isinstance(graph, TenantGraph) and len(graph) == len(FACTS)
+        assert (tmp_path / "vector_graphs").is_dir(), "saved in the process's data folder"
+        city, dog = (next(m for m in svc.memories.find(_filter("alice")) if m.key == k)
+                     for k in ("city", "dog"))  # fmt: skip
+        assert rank(svc, "Which city do we live in?").items[0].memory.key == "city"
+        svc.memories.update(city.id, expires_at="2000-01-01T00:00:00.000Z")
+        svc.memories.delete(dog.id)
+        for question in ("Which city do we live in?", "What is my dog called?"):
+            keys = {item.memory.key for item in rank(svc, question).items}
+            assert keys.isdisjoint({"city", "dog"})
+    finally:
+        svc.close()

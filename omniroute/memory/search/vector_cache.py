@@ -22,18 +22,22 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy import Connection, func, select
 from threadpoolctl import threadpool_limits
 
 from omniroute.core.db.tables import memories, memory_vec_meta
+from omniroute.memory.search.graph import TenantGraph
 
 log = logging.getLogger(__name__)
 
 CHANGES = "vector_changes"
 KEPT_CHANGES = 100_000  # the log keeps this many of the newest changes
 RECHECK_SECONDS = 60  # how long a key found too small is left alone
+READ_PART = 20_000  # vectors read in one transaction while a key is built
+GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_ANN_MIN_VECTORS
 VECTORS = "vec_memories"
 
 
@@ -96,6 +100,15 @@ class TenantMatrix:
             self._seqs[row] = seq
         self._matrix[row] = _unit(vector)
 
+    def put_many(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        for seq, vector in zip(seqs.tolist(), vectors, strict=True):
+            self.put(seq, vector)
+
+    @staticmethod
+    def estimate(count: int, dim: int) -> int:
+        """The bytes a matrix of `count` vectors takes."""
+        return count * dim * 4
+
     def drop(self, seq: int) -> None:
         row = self._rows.pop(seq, None)
         if row is None:
@@ -117,8 +130,11 @@ class TenantMatrix:
         return [(int(self._seqs[row]), float(similarity[row])) for row in best]
 
 
+Held = TenantMatrix | TenantGraph
+
+
 class VectorCache:
-    """The matrices of one process's large keys, and their upkeep."""
+    """The matrices and graphs of one process's large keys, and their upkeep."""
 
     def __init__(
         self,
@@ -126,13 +142,19 @@ class VectorCache:
         *,
         min_vectors: int,
         max_bytes: int,
+        graph_min_vectors: int | None = None,
+        folder: Path | None = None,
     ) -> None:
-        """`read` opens a read transaction (Database.read), for building in the background."""
+        """`read` opens a read transaction (Database.read), for building in the background.
+        A key of `graph_min_vectors` vectors or more (None: never) is held as an HNSW graph,
+        saved under `folder` (None: built again after every restart)."""
         threadpool_limits(limits=1, user_api="blas")  # for the whole process: see above
         self._read = read
         self.min_vectors = min_vectors
         self.max_bytes = max_bytes
-        self._matrices: dict[str, TenantMatrix] = {}
+        self.graph_min_vectors = graph_min_vectors
+        self.folder = folder
+        self._matrices: dict[str, Held] = {}
         self._checked: dict[str, float] = {}  # owner -> when it was found too small
         self._building: set[str] = set()
         self._lock = threading.Lock()
@@ -143,86 +165,121 @@ class VectorCache:
     ) -> list[tuple[int, float]] | None:
         """The owner's k nearest as (seq, cosine), or None: not a large key, or not built
         yet (the caller asks sqlite-vec). A small key costs no query here."""
-        matrix = self._matrices.get(owner)
-        if matrix is None or matrix.signature != _signature(conn):
+        held = self._matrices.get(owner)
+        if held is None or held.signature != _signature(conn):
             self._consider(owner, len(vector))
             return None
-        with matrix.lock:
-            if not self._catch_up(conn, matrix):
+        with held.lock:
+            if not self._catch_up(conn, held):
                 self._forget(owner)
                 self._consider(owner, len(vector))
                 return None
-            return matrix.nearest(vector, k)
+            if self._wants_graph(len(held), held) != isinstance(held, TenantGraph):
+                self._consider(owner, len(vector), reshape=True)  # this one answers meanwhile
+            return held.nearest(vector, k)
 
-    def _catch_up(self, conn: Connection, matrix: TenantMatrix) -> bool:
-        """Apply the changes logged since the matrix was read; False when some are gone."""
+    def _wants_graph(self, count: int, held: Held | None) -> bool:
+        """Whether a key of `count` vectors is to be a graph; one that is stays one down to
+        GRAPH_KEPT of the threshold, so a key at the edge is not rebuilt back and forth."""
+        if self.graph_min_vectors is None:
+            return False
+        keep = GRAPH_KEPT if isinstance(held, TenantGraph) else 1
+        return count >= self.graph_min_vectors * keep
+
+    def _catch_up(self, conn: Connection, held: Held) -> bool:
+        """Apply the changes logged since the structure was read; False when some are gone."""
         head = _head(conn)
-        if head == matrix.head:
+        if head == held.head:
             return True
         changes = conn.exec_driver_sql(
-            f"SELECT id, memory_seq FROM {CHANGES} WHERE id > ? ORDER BY id", (matrix.head,)
+            f"SELECT id, memory_seq FROM {CHANGES} WHERE id > ? ORDER BY id", (held.head,)
         ).all()
-        if not changes or changes[0][0] != matrix.head + 1:
-            return False  # pruned past the matrix: read it again
+        if not changes or changes[0][0] != held.head + 1:
+            return False  # pruned past the structure: read it again
         seqs = list(dict.fromkeys(seq for _, seq in changes))
-        found = {}
-        for start in range(0, len(seqs), 500):
-            part = seqs[start : start + 500]
-            marks = ", ".join("?" * len(part))
-            found.update(
-                (seq, (owner, blob))
-                for seq, owner, blob in conn.exec_driver_sql(
-                    f"SELECT rowid, owner, embedding FROM {VECTORS} WHERE rowid IN ({marks})",
-                    tuple(part),
-                ).all()
-            )
+        found = {seq: (owner, blob) for seq, owner, blob in _vectors(conn, seqs)}
         for seq in seqs:
             owner, blob = found.get(seq, (None, None))
-            if owner == matrix.owner:
-                matrix.put(seq, np.frombuffer(blob, dtype="<f4"))
+            if owner == held.owner:
+                held.put(seq, np.frombuffer(blob, dtype="<f4"))
             else:
-                matrix.drop(seq)
-        matrix.head = changes[-1][0]
+                held.drop(seq)
+        held.head = changes[-1][0]
         return True
 
-    def _consider(self, owner: str, dim: int) -> None:
-        """Build the owner's matrix in the background if the key is large enough."""
+    def _consider(self, owner: str, dim: int, reshape: bool = False) -> None:
+        """Build the owner's structure in the background if the key is large enough (or, to
+        `reshape`, in the other shape while the one held answers)."""
         with self._lock:
             if owner in self._building:
                 return
-            if time.monotonic() - self._checked.get(owner, -RECHECK_SECONDS) < RECHECK_SECONDS:
+            last = self._checked.get(owner, -RECHECK_SECONDS)
+            if not reshape and time.monotonic() - last < RECHECK_SECONDS:
                 return
             self._building.add(owner)
         self._pool.submit(self._build, owner, dim)
 
     def _build(self, owner: str, dim: int) -> None:
         try:
-            with self._read() as conn:
-                size = conn.execute(
-                    select(func.count()).where(memories.c.api_key_id == owner)
-                ).scalar_one()  # the memories' index counts fast; vec0 would scan
-                rows = []
-                if size >= self.min_vectors and self._fits(size * dim * 4, owner):
-                    head, signature = _head(conn), _signature(conn)
-                    rows = conn.exec_driver_sql(
-                        f"SELECT rowid, embedding FROM {VECTORS} WHERE owner = ?", (owner,)
-                    ).all()
-            if len(rows) < self.min_vectors:
+            held = self._read_key(owner, dim)
+            if held is None:
                 with self._lock:
                     self._checked[owner] = time.monotonic()
                 return
-            matrix = TenantMatrix(owner, signature, dim, head)
-            for seq, blob in rows:
-                matrix.put(seq, np.frombuffer(blob, dtype="<f4"))
             with self._lock:
-                self._matrices[owner] = matrix
-            log.info("vectors of a key of %d memories held in RAM (%d MB)", len(rows),
-                     matrix.nbytes // 2**20)  # fmt: skip
+                self._matrices[owner] = held
+            log.info("vectors of a key of %d memories held in RAM as a %s (%d MB)", len(held),
+                     type(held).__name__, held.nbytes // 2**20)  # fmt: skip
         except Exception:  # sqlite-vec keeps answering; the next search tries again
-            log.exception("the vector matrix of a key was not built")
+            log.exception("the vectors of a key were not held in RAM")
         finally:
             with self._lock:
                 self._building.discard(owner)
+
+    def _read_key(self, owner: str, dim: int) -> Held | None:
+        """The key's vectors in the shape its size asks for, caught up; None for a key too
+        small or too large for the RAM left. A saved graph is loaded and caught up; a new one
+        is saved. Vectors are read in parts, each in a transaction of its own, after the log's
+        head: what changes meanwhile is applied again by the catch-up."""
+        with self._read() as conn:
+            size = conn.execute(
+                select(func.count()).where(memories.c.api_key_id == owner)
+            ).scalar_one()  # the memories' index counts fast; vec0 would scan
+            if size < self.min_vectors:
+                return None
+            head, signature = _head(conn), _signature(conn)
+            seqs = [
+                seq
+                for (seq,) in conn.exec_driver_sql(
+                    f"SELECT rowid FROM {VECTORS} WHERE owner = ?", (owner,)
+                )
+            ]
+        if len(seqs) < self.min_vectors:
+            return None
+        graph = self._wants_graph(len(seqs), self._matrices.get(owner))
+        shape = TenantGraph if graph else TenantMatrix
+        if not self._fits(shape.estimate(len(seqs), dim), owner):
+            return None
+        if graph and self.folder is not None:
+            loaded = TenantGraph.load(self.folder, owner, signature)
+            if loaded is not None:
+                with self._read() as conn, loaded.lock:
+                    if self._catch_up(conn, loaded):
+                        return loaded
+        held = shape(owner, signature, dim, head)
+        for start in range(0, len(seqs), READ_PART):
+            with self._read() as conn:
+                rows = _vectors(conn, seqs[start : start + READ_PART])
+            part = [(seq, blob) for seq, found_owner, blob in rows if found_owner == owner]
+            if part:
+                vectors = np.frombuffer(b"".join(blob for _, blob in part), dtype="<f4")
+                held.put_many(np.array([seq for seq, _ in part]), vectors.reshape(-1, dim))
+        with self._read() as conn, held.lock:
+            self._catch_up(conn, held)
+        if graph and self.folder is not None:
+            with held.lock:
+                held.save(self.folder)
+        return held
 
     def _fits(self, size: int, owner: str) -> bool:
         with self._lock:
@@ -241,4 +298,25 @@ class VectorCache:
         self._pool.submit(lambda: None).result()
 
     def close(self) -> None:
+        """Stop building, and save each graph that moved on since it was saved."""
         self._pool.shutdown(wait=True)
+        if self.folder is None:
+            return
+        for held in list(self._matrices.values()):
+            if isinstance(held, TenantGraph):
+                with held.lock:
+                    if held.head != held.saved_head:
+                        held.save(self.folder)
+
+
+def _vectors(conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
+    """(seq, owner, float32 bytes) of the vectors held for these seqs."""
+    found = []
+    for start in range(0, len(seqs), 500):
+        part = seqs[start : start + 500]
+        marks = ", ".join("?" * len(part))
+        found += conn.exec_driver_sql(
+            f"SELECT rowid, owner, embedding FROM {VECTORS} WHERE rowid IN ({marks})",
+            tuple(part),
+        ).all()
+    return found

@@ -24,12 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from sqlalchemy import select
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from omniroute.core.db import (
     Database,  # noqa: E402
     migrate,  # noqa: E402
 )
+from omniroute.core.db.tables import memories  # noqa: E402
 from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.embedding.static_model import (  # noqa: E402
@@ -41,6 +44,8 @@ from omniroute.memory.embedding.static_model import (  # noqa: E402
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder  # noqa: E402
 from omniroute.memory.life.backfill import Backfill  # noqa: E402
 from omniroute.memory.search.budget import within_budget  # noqa: E402
+from omniroute.memory.search.change_log import SqliteChangeLog  # noqa: E402
+from omniroute.memory.search.keyword_cache import KeywordCache  # noqa: E402
 from omniroute.memory.search.retrieval import RetrievalOptions, Retriever  # noqa: E402
 from omniroute.memory.search.tokens import count_tokens  # noqa: E402
 from omniroute.memory.search.vectors import SqliteVecIndex  # noqa: E402
@@ -140,22 +145,38 @@ def questions(data: dict, split: tuple[str, ...]):
     ]
 
 
-# Each method: (strategy, the retriever's options).
+# Each method: (strategy, the retriever's options, whether the keyword side is the Tantivy
+# index large keys get (keyword_cache.py) instead of FTS5).
 METHODS = {
-    "recent (exact)": ("recent", RetrievalOptions()),
-    "keyword (FTS5 bm25)": ("keyword", RetrievalOptions()),
-    "semantic": ("semantic", RetrievalOptions(top_k=100)),
-    "hybrid, RRF k=60": ("hybrid", RetrievalOptions(fusion="rrf", top_k=100)),
-    "hybrid, blend 0.5/0.5": ("hybrid", RetrievalOptions(blend_weight=0.5)),
-    "hybrid, blend (default)": ("hybrid", RetrievalOptions()),
-    "hybrid, blend, top_k 20": ("hybrid", RetrievalOptions(top_k=20)),
+    "recent (exact)": ("recent", RetrievalOptions(), False),
+    "keyword (FTS5 bm25)": ("keyword", RetrievalOptions(), False),
+    "keyword (Tantivy BM25)": ("keyword", RetrievalOptions(), True),
+    "semantic": ("semantic", RetrievalOptions(top_k=100), False),
+    "hybrid, RRF k=60": ("hybrid", RetrievalOptions(fusion="rrf", top_k=100), False),
+    "hybrid, blend 0.5/0.5": ("hybrid", RetrievalOptions(blend_weight=0.5), False),
+    "hybrid, blend (default)": ("hybrid", RetrievalOptions(), False),
+    "hybrid, blend, Tantivy": ("hybrid", RetrievalOptions(), True),
+    "hybrid, blend, top_k 20": ("hybrid", RetrievalOptions(top_k=20), False),
 }
 # Relevance floors for the injection table: none, around the default, and the default.
 FLOORS = sorted({0.0, 0.3, 0.5, RetrievalOptions().relevance_floor})
 
 
-def with_options(retriever: Retriever, options: RetrievalOptions) -> Retriever:
-    return Retriever(retriever.store, retriever.index, retriever.sources, options=options)
+def with_options(retriever: Retriever, options: RetrievalOptions, indexed: bool) -> Retriever:
+    """The retriever with these options; `indexed`, with every key's keyword index built."""
+    keywords = None
+    if indexed:
+        store = retriever.store
+        log = SqliteChangeLog("memory_changes")
+        keywords = KeywordCache(store.db.read, log, min_memories=1, max_bytes=2**30)
+        with store.db.read() as conn:
+            owners = conn.execute(select(memories.c.api_key_id).distinct()).scalars().all()
+        for owner in owners:
+            keywords.search(owner, [], 1)  # starts its build
+        keywords.wait()
+    return Retriever(
+        retriever.store, retriever.index, retriever.sources, options=options, keywords=keywords
+    )
 
 
 def embedder_for(name: str, cache_dir: str):
@@ -189,10 +210,12 @@ def main() -> None:
                 sample: load_conversation(Path(folder), data[sample], embedder)
                 for sample in DEVELOPMENT + HELD_OUT
             }
-            for method, (strategy, options) in METHODS.items():
+            for method, (strategy, options, indexed) in METHODS.items():
                 if source != args.sources[0] and method.startswith(("recent", "keyword")):
                     continue  # the same for every source
-                tuned = {sample: with_options(r, options) for sample, r in retrievers.items()}
+                tuned = {
+                    sample: with_options(r, options, indexed) for sample, r in retrievers.items()
+                }
                 row = []
                 for split in (DEVELOPMENT, HELD_OUT):
                     scores = [
@@ -202,6 +225,8 @@ def main() -> None:
                     row.append([sum(s[i] for s in scores) / len(scores) for i in range(len(KS))])
                 for retriever in tuned.values():
                     retriever.close()
+                    if retriever.keywords is not None:
+                        retriever.keywords.close()
                 print(
                     f"{source:<13} {method:<26} "
                     + "  ".join(f"{v:>9.3f}" for v in row[0])

@@ -49,6 +49,8 @@ from omniroute.memory.qdrant.index import QdrantIndex
 from omniroute.memory.qdrant.outbox import QdrantOutbox
 from omniroute.memory.qdrant.sync import QdrantSync
 from omniroute.memory.qdrant.tier import QdrantTier
+from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
+from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.rerank import Reranker
 from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
@@ -141,6 +143,14 @@ class Services:
             graph_min_vectors=config["MEMORY_VEC_GRAPH_MIN_VECTORS"],
             folder=Path(config["DATA_DIR"]) / "vector_graphs",
         )
+        keywords = KeywordCache(
+            database.read,
+            PostgresChangeLog()
+            if database.dialect == "postgresql"
+            else SqliteChangeLog("memory_changes"),
+            min_memories=config["MEMORY_KEYWORD_INDEX_MIN_MEMORIES"],
+            max_bytes=config["MEMORY_KEYWORD_INDEX_MB"] * 2**20,
+        )
         vectors: VectorIndex = (
             PgVectorIndex()
             if database.dialect == "postgresql"
@@ -200,6 +210,7 @@ class Services:
             Reranker(providers, provider_client),
             options,
             qdrant=qdrant,
+            keywords=keywords,
         )
         backends = BackendSetup(
             MemoryManager(LocalBackend(memories, retriever, memory_settings), LOCAL_ALIASES),
@@ -302,6 +313,8 @@ class Services:
         self.activity.close()  # after the jobs, which count what they did
         self.backends.manager.shutdown()
         self.retriever.close()
+        if self.retriever.keywords is not None:
+            self.retriever.keywords.close()
         if self.vectors.cache is not None:
             self.vectors.cache.close()
         self.qdrant.sync.index.connection.close()

@@ -52,6 +52,22 @@ RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
         positive_int,
     ),
     Setting(
+        "MEMORY_KEYWORD_INDEX_MIN_MEMORIES",
+        10_000,
+        "On either store, a key with at least this many memories gets its keyword search from "
+        "a Tantivy index in the searching process's RAM (BM25 over the same stems, without "
+        "scoring every match), built in the background and caught up from every process's "
+        "writes within about half a second.",
+        positive_int,
+    ),
+    Setting(
+        "MEMORY_KEYWORD_INDEX_MB",
+        512,
+        "The most RAM those keyword indexes take in one process (about 130 MB for a key of "
+        "1M memories); a key past it keeps the store's own keyword search.",
+        positive_int,
+    ),
+    Setting(
         "MEMORY_BLEND_KEYWORD_WEIGHT",
         0.7,
         "The keyword side's share of a hybrid `blend` score (the vector side has the rest).",

@@ -27,6 +27,7 @@ from omniroute.core.clock import to_iso
 from omniroute.core.db.tables import memories
 from omniroute.memory.life.bulk import DELETE_BATCH, delete_where
 from omniroute.memory.life.decay import DecayPolicy
+from omniroute.memory.search.change_log import prune as prune_changes
 from omniroute.memory.settings import MemorySettings
 from omniroute.memory.store import MemoryStore
 
@@ -38,6 +39,7 @@ class SweepReport:
     expired: int = 0
     retention: int = 0
     decay: int = 0
+    changes: int = 0  # PostgreSQL's memory_changes older than a day (change_log.py)
     batch_ms: list[float] = field(default_factory=list)  # each batch's write-lock hold
     off: list[str] = field(default_factory=list)  # which deletions are switched off, and why
 
@@ -62,6 +64,7 @@ class SweepReport:
             "expired": self.expired,
             "retention": self.retention,
             "decay": self.decay,
+            "changesPruned": self.changes,
             "batches": self.batches,
             "medianBatchMs": round(self.median_batch_ms, 1),
             "longestBatchMs": round(self.longest_batch_ms, 1),
@@ -96,6 +99,9 @@ class RetentionSweep:
             report.decay = self._delete(lambda _now: doomed(self.store.clock()), "decay", report)
         else:
             report.off.append("decay: MEMORY_TYPED_DECAY_ENABLED is off")
+        if self.store.db.dialect == "postgresql":
+            with self.store.db.write() as conn:
+                report.changes = prune_changes(conn)
         return report
 
     def _delete(

@@ -21,12 +21,18 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
 
 CONNECTIVITY = 32  # M: links per node
 EXPANSION_ADD = 256  # ef while building
 EXPANSION_SEARCH = 512  # ef while searching: recall@10 0.974 at 1M (bench/ann_candidates.py)
 BUILD_THREADS = 2
+
+
+def _index_class():
+    """usearch's Index, imported when a first graph is made (its import takes 0.1 s)."""
+    from usearch.index import Index
+
+    return Index
 
 
 def _stem(folder: Path, owner: str) -> Path:
@@ -40,7 +46,7 @@ class TenantGraph:
         self.owner, self.signature, self.head = owner, signature, head
         self.saved_head: int | None = None  # the log position of the copy on disk
         self.lock = threading.Lock()
-        self._index = Index(
+        self._index = _index_class()(
             ndim=dim,
             metric="cos",
             dtype="f16",
@@ -102,7 +108,7 @@ class TenantGraph:
             meta = json.loads(Path(f"{stem}.json").read_text())
             if meta["owner"] != owner or meta["signature"] != signature:
                 return None
-            index = Index.restore(f"{stem}.usearch")
+            index = _index_class().restore(f"{stem}.usearch")
         except (OSError, ValueError, KeyError, RuntimeError):
             return None
         if index is None:

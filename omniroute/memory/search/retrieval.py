@@ -33,9 +33,12 @@ from omniroute.memory.embedding.sources import EmbeddingSources
 from omniroute.memory.life.decay import DecayPolicy
 from omniroute.memory.model import Memory, MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
-from omniroute.memory.search.fts import keyword_search
+from omniroute.memory.search.fts import POOL_FACTOR, keyword_search
+from omniroute.memory.search.keyword_cache import KeywordCache
+from omniroute.memory.search.query_words import topic_words
 from omniroute.memory.search.rerank import MAX_DOCUMENTS as MAX_RERANKED
 from omniroute.memory.search.rerank import Reranker, RerankFailed
+from omniroute.memory.search.stemming import query_stems
 from omniroute.memory.search.vectors import VectorIndex
 from omniroute.memory.settings import MemoryConfig
 from omniroute.memory.store import MemoryStore
@@ -129,9 +132,12 @@ class Retriever:
         reranker: Reranker | None = None,
         options: RetrievalOptions | None = None,
         qdrant: QdrantTier | None = None,
+        keywords: KeywordCache | None = None,
     ) -> None:
+        """`keywords` holds large keys' keyword indexes (None: the store answers every key)."""
         self.store = store
         self.index = index
+        self.keywords = keywords
         self.sources = sources
         self.reranker = reranker
         self.options = options or RetrievalOptions()
@@ -251,7 +257,19 @@ class Retriever:
         return ranking
 
     def _keyword(self, live: MemoryFilter, query: str) -> list[tuple[Memory, float]]:
+        """A large key's indexed matches when the search's conditions leave enough of them,
+        else the store's search (FTS5 or tsvector)."""
+        owner = live.api_key_id or ""
+        pool = POOL_FACTOR * CANDIDATES
+        hits = None
+        if self.keywords is not None:
+            stems = query_stems(topic_words(query))
+            hits = self.keywords.search(owner, stems, pool, live.session_id)
         with self.store.db.read() as conn:
+            if hits is not None:
+                found = self._rows(conn, memories.c.seq, "seq", hits, live)[:CANDIDATES]
+                if len(found) == CANDIDATES or len(hits) < pool:
+                    return found
             return keyword_search(
                 conn,
                 api_key_id=live.api_key_id or "",
@@ -303,7 +321,7 @@ class Retriever:
             hits = self.index.search(
                 conn, live.api_key_id or "", query_vector, config.options.top_k
             )
-            return self._rows(conn, memories.c.seq, "seq", hits, live)
+            return self._rows(conn, memories.c.seq, "seq", hits, live, SIMILARITY_FLOOR)
 
     def _from_qdrant(
         self,
@@ -322,12 +340,12 @@ class Retriever:
         ranking.vector_store = "qdrant"
         ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
         with self.store.db.read() as conn:
-            return self._rows(conn, memories.c.id, "id", hits, live)
+            return self._rows(conn, memories.c.id, "id", hits, live, SIMILARITY_FLOOR)
 
-    def _rows(self, conn, column, name: str, hits, live: MemoryFilter):
-        """The live memories of `hits` ((column value, similarity)) above the floor, best first
-        (the SQL conditions hold again: a vector copy may lag its memory)."""
-        similar = {value: sim for value, sim in hits if sim >= SIMILARITY_FLOOR}
+    def _rows(self, conn, column, name: str, hits, live: MemoryFilter, floor: float = 0.0):
+        """The live memories of `hits` ((column value, score)) at or above `floor`, best first
+        (the SQL conditions hold again: a copy in RAM or Qdrant may lag its memory)."""
+        similar = {value: sim for value, sim in hits if sim >= floor}
         if not similar:
             return []
         # The hits first, by their key, then the conditions on those few: given both at once,

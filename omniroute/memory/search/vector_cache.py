@@ -29,6 +29,7 @@ from sqlalchemy import Connection, func, select
 from threadpoolctl import threadpool_limits
 
 from omniroute.core.db.tables import memories, memory_vec_meta
+from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.graph import TenantGraph
 
 log = logging.getLogger(__name__)
@@ -51,12 +52,7 @@ def record_changes(conn: Connection, seqs: list[int]) -> None:
     )
 
 
-def _head(conn: Connection) -> int:
-    """The id of the newest change ever logged (0 for none)."""
-    found = conn.exec_driver_sql(
-        "SELECT seq FROM sqlite_sequence WHERE name = ?", (CHANGES,)
-    ).scalar()
-    return found or 0
+LOG = SqliteChangeLog(CHANGES)
 
 
 def _signature(conn: Connection) -> str | None:
@@ -188,15 +184,10 @@ class VectorCache:
 
     def _catch_up(self, conn: Connection, held: Held) -> bool:
         """Apply the changes logged since the structure was read; False when some are gone."""
-        head = _head(conn)
-        if head == held.head:
-            return True
-        changes = conn.exec_driver_sql(
-            f"SELECT id, memory_seq FROM {CHANGES} WHERE id > ? ORDER BY id", (held.head,)
-        ).all()
-        if not changes or changes[0][0] != held.head + 1:
+        changed = LOG.since(conn, held.head)
+        if changed is None:
             return False  # pruned past the structure: read it again
-        seqs = list(dict.fromkeys(seq for _, seq in changes))
+        seqs, head = changed
         found = {seq: (owner, blob) for seq, owner, blob in _vectors(conn, seqs)}
         for seq in seqs:
             owner, blob = found.get(seq, (None, None))
@@ -204,7 +195,7 @@ class VectorCache:
                 held.put(seq, np.frombuffer(blob, dtype="<f4"))
             else:
                 held.drop(seq)
-        held.head = changes[-1][0]
+        held.head = head
         return True
 
     def _consider(self, owner: str, dim: int, reshape: bool = False) -> None:
@@ -247,7 +238,7 @@ class VectorCache:
             ).scalar_one()  # the memories' index counts fast; vec0 would scan
             if size < self.min_vectors:
                 return None
-            head, signature = _head(conn), _signature(conn)
+            head, signature = LOG.position(conn), _signature(conn)
             seqs = [
                 seq
                 for (seq,) in conn.exec_driver_sql(

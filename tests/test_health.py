@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,11 @@ def test_readyz_is_503_when_the_database_is_unreadable(client, svc, pooled):
         svc.db.dispose()
     for suffix in ("-wal", "-shm"):
         Path(svc.db.path + suffix).unlink(missing_ok=True)
-    Path(svc.db.path).write_bytes(b"this is not a database" * 100)
+    # Replaced whole: written in place, the file is empty for a moment, and a background
+    # thread that connects then finds a valid empty database and writes its header.
+    garbage = Path(svc.db.path + ".garbage")
+    garbage.write_bytes(b"this is not a database" * 100)
+    os.replace(garbage, svc.db.path)
     response = client.get("/readyz")
     assert response.status_code == 503
     assert [d["field"] for d in response.json["error"]["details"]] == ["database"]

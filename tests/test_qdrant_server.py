@@ -74,7 +74,9 @@ def test_an_error_status_and_a_silent_server_are_reported_not_raised(qdrant):
     qdrant.mode = "down"
     down = connection.health(config(qdrant.url))
     assert not down.ok and "answered 503" in down.error
-    qdrant.mode, qdrant.slow_seconds = "slow", 2.0
+    # The server would answer after 8 s; the search gives up at 0.3 s. The bound below only
+    # says it did not wait for the answer, with room for a loaded machine.
+    qdrant.mode, qdrant.slow_seconds = "slow", 8.0
     started = time.monotonic()
     # Health uses the write client (10 s): a search times out at QDRANT_TIMEOUT_MS.
     from omniroute.memory.qdrant.connection import QdrantUnavailable
@@ -83,7 +85,7 @@ def test_an_error_status_and_a_silent_server_are_reported_not_raised(qdrant):
     index = QdrantIndex(connection)
     with pytest.raises(QdrantUnavailable, match="did not answer in time"):
         index.search(config(qdrant.url), "c", [0.1, 0.2], 5, tenant_filter("k"))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 6
     connection.close()
 
 

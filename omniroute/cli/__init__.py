@@ -1,5 +1,5 @@
 """Flask CLI commands: `db upgrade`, `memory reindex [--qdrant]`, `memory build-static`,
-`worker` (and cli_life's `memory clear`, `jobs list`, `jobs run`)."""
+`worker` (and life's `memory clear`, `jobs list`, `jobs run`; transfer's `memory import`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from omniroute.cli.life import clear_command, jobs_cli
+from omniroute.cli.transfer import import_command
 from omniroute.core.db import migrate
 from omniroute.jobs.worker import run_worker
 from omniroute.memory.embedding.static_model import build_default_static
@@ -144,6 +145,7 @@ def build_static_command() -> None:
 
 def init_app(app: Flask) -> None:
     memory_cli.add_command(clear_command)
+    memory_cli.add_command(import_command)
     app.cli.add_command(db_cli)
     app.cli.add_command(memory_cli)
     app.cli.add_command(jobs_cli)

@@ -30,7 +30,7 @@ def record(
     reason: str | None = None,
 ) -> None:
     """Record a create (no `old`), an update, or a delete (no `new`), and why (`REASONS`)."""
-    conn.execute(insert(memory_history).values(**_row(action, old, new, now, reason)))
+    conn.execute(insert(memory_history), _row(action, old, new, now, reason))
 
 
 def record_deletes(

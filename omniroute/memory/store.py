@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -293,6 +294,16 @@ class MemoryStore:
             raise MemoryNotFound(memory_id)
         return existing
 
+    @cached_property
+    def _insert_statement(self):
+        """One statement, its values bound at each call: built with `.values(**row)` it was
+        remade each time, and making it took most of an insert (bench: a bulk import)."""
+        return (
+            self.db.insert(memories)
+            .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
+            .returning(memories.c.seq)
+        )
+
     def _insert(
         self,
         conn: Connection,
@@ -325,13 +336,7 @@ class MemoryStore:
             "needs_reindex": 1,
             "search_stems": search_stems(memory.content, key, metadata),
         }
-        statement = (
-            self.db.insert(memories)
-            .values(**values)
-            .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
-            .returning(memories.c.seq)
-        )
-        if conn.execute(statement).first() is None:
+        if conn.execute(self._insert_statement, values).first() is None:
             return None
         audit.record(conn, "create", None, memory, now)
         self._mirrored(conn, memory, "upsert")

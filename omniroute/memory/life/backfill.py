@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from omniroute.core.db.tables import memories
 from omniroute.memory.conditions import not_expired
@@ -24,6 +24,10 @@ from omniroute.memory.store import MemoryStore
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 64
+# Marks a memory embedded; one statement for a whole batch of them.
+EMBEDDED = (
+    update(memories).where(memories.c.seq == bindparam("embedded_seq")).values(needs_reindex=0)
+)
 
 
 @dataclass
@@ -62,8 +66,9 @@ class Backfill:
         with self.store.db.write() as conn:
             conn.execute(update(memories).values(needs_reindex=1))
 
-    def run(self, max_batches: int | None = None) -> Progress:
-        """Embed pending memories until none is left (or `max_batches` ran)."""
+    def run(self, max_batches: int | None = None, batch_size: int = BATCH_SIZE) -> Progress:
+        """Embed pending memories until none is left (or `max_batches` ran), `batch_size` at
+        a time (a bulk import takes larger batches)."""
         if not self.store.db.vectors.available:
             vectors = self.store.db.vectors
             self.progress.reason = f"{vectors.backend} is not available: {vectors.error}"
@@ -73,14 +78,14 @@ class Backfill:
             try:
                 batches = 0
                 while max_batches is None or batches < max_batches:
-                    if not self._batch():
+                    if not self._batch(batch_size):
                         break
                     batches += 1
             finally:
                 self.progress.running = False
         return self.progress
 
-    def _batch(self) -> bool:
+    def _batch(self, size: int) -> bool:
         resolution = self.sources.resolve(self.settings.get())
         embedder = resolution.embedder
         if embedder is None:
@@ -96,7 +101,7 @@ class Backfill:
                     not_expired(memories.c.expires_at, self.store.now()),
                 )
                 .order_by(memories.c.created_at)
-                .limit(BATCH_SIZE)
+                .limit(size)
             ).all()
         if not rows:
             return False
@@ -109,15 +114,20 @@ class Backfill:
             log.warning("embedding backfill stopped: %s", self.progress.last_error)
             return False
         with self.store.db.write() as conn:
-            unchanged = []
-            for (seq, owner, content), vector in zip(rows, vectors, strict=True):
-                result = conn.execute(
-                    update(memories)
-                    .where(and_(memories.c.seq == seq, memories.c.content == content))
-                    .values(needs_reindex=0)
-                )
-                if result.rowcount == 1:
-                    unchanged.append((seq, owner, vector))
+            current = dict(
+                conn.execute(
+                    select(memories.c.seq, memories.c.content).where(
+                        memories.c.seq.in_([seq for seq, _, _ in rows])
+                    )
+                ).all()
+            )
+            unchanged = [
+                (seq, owner, vector)
+                for (seq, owner, content), vector in zip(rows, vectors, strict=True)
+                if current.get(seq) == content
+            ]
+            if unchanged:
+                conn.execute(EMBEDDED, [{"embedded_seq": seq} for seq, _, _ in unchanged])
             self.index.upsert(conn, unchanged)
         self.progress.processed += len(unchanged)
         return True

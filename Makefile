@@ -49,6 +49,7 @@ bench: install
 	$(BIN)/python bench/app_start.py
 	$(BIN)/python bench/ann_candidates.py --sizes 20000 50000 100000 1000000 --m 32 --ef-construction 256 --ef 256 512 1024
 	$(BIN)/python bench/keyword_candidates.py --sizes 10000 100000 1000000
+	$(BIN)/python bench/ingestion.py --memories 1000000
 
 # schemathesis, every check, over /api and /v1 of a served app (scripts/fuzz.py says how).
 fuzz: install

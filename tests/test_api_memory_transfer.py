@@ -3,8 +3,10 @@
 import json
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from omniroute.memory import listing
+from omniroute.memory.model import MemoryFilter
 from tests.helpers import ADMIN_TOKEN, eventually
 
 pytestmark = pytest.mark.both_stores
@@ -195,3 +197,23 @@ def test_an_item_the_database_refuses_is_reported_and_the_rest_goes_in(client, a
     assert "boom is refused" in failed["errors"][0]["message"]
     listed = client.get(f"/api/memory?apiKeyId={api_key['id']}&limit=1", headers=admin).json
     assert listed["total"] == 150
+
+
+def test_a_write_that_fails_undoes_only_its_own_item(client, admin, svc, api_key, monkeypatch):
+    """The batch is written whole; when one write fails it is written again item by item."""
+    create = svc.memories.create
+
+    def failing(**fields):
+        if fields["key"] == "boom":
+            raise OperationalError("INSERT", {}, Exception("disk I/O error"))
+        return create(**fields)
+
+    monkeypatch.setattr(svc.memories, "create", failing)
+    items = [{"key": key, "content": f"about {key}"} for key in ("a", "boom", "c")]
+    summary = imported(client, admin, {"apiKeyId": api_key["id"], "memories": items})
+    assert (summary["created"], summary["failed"]) == (2, 1)
+    failed = summary["results"][1]
+    assert failed["status"] == "failed" and "id" not in failed
+    assert "disk I/O error" in failed["errors"][0]["message"]
+    kept = {m.key for m in svc.memories.find(MemoryFilter(api_key_id=api_key["id"]))}
+    assert kept == {"a", "c"}

@@ -81,6 +81,23 @@ def import_command(source: IO[str], api_key_id: str | None, no_vectors: bool) ->
     counts = {"created": 0, "updated": 0, "failed": 0}
     failures: list[str] = []
     started = time.monotonic()
+    with services().memories.quiet():
+        _import(client, headers, source, api_key_id, counts, failures, started)
+    for failure in failures[:SHOWN_FAILURES]:
+        click.echo(failure, err=True)
+    if len(failures) > SHOWN_FAILURES:
+        click.echo(f"... and {len(failures) - SHOWN_FAILURES:,} more failures", err=True)
+    if no_vectors:
+        services().memories.notify_write()  # the backfill embeds them
+    else:
+        embed_pending()
+    click.echo(json.dumps({**counts, "seconds": round(time.monotonic() - started, 1)}))
+    if failures:
+        sys.exit(1)
+
+
+def _import(client, headers, source, api_key_id, counts, failures, started) -> None:
+    """Post the file's requests one after another, adding up `counts` and `failures`."""
     for batch in requests_of(items_of(source)):
         body: dict[str, Any] = {"memories": [item for _, item in batch]}
         if api_key_id:
@@ -104,20 +121,10 @@ def import_command(source: IO[str], api_key_id: str | None, no_vectors: bool) ->
             f" failed {counts['failed']:,}), {rate:,.0f} a second",
             err=True,
         )
-    for failure in failures[:SHOWN_FAILURES]:
-        click.echo(failure, err=True)
-    if len(failures) > SHOWN_FAILURES:
-        click.echo(f"... and {len(failures) - SHOWN_FAILURES:,} more failures", err=True)
-    if not no_vectors:
-        embed_pending()
-    click.echo(json.dumps({**counts, "seconds": round(time.monotonic() - started, 1)}))
-    if failures:
-        sys.exit(1)
 
 
 def embed_pending() -> None:
-    """Embed until nothing is pending (here, or by this process's own background backfill,
-    which the import started), saying how far it got."""
+    """Embed here until nothing is pending, in large batches, saying how far it got."""
     backfill = services().backfill
     started, pending = time.monotonic(), backfill.pending()
     while True:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, replace
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Protocol
@@ -30,7 +30,7 @@ from omniroute.core.db.tables import memories
 from omniroute.core.text_rules import check_fields
 from omniroute.memory import history as audit
 from omniroute.memory.conditions import live_matching
-from omniroute.memory.model import Memory, MemoryFilter, dump_metadata
+from omniroute.memory.model import MEMORY_COLUMNS, Memory, MemoryFilter, dump_metadata
 from omniroute.memory.search.stemming import search_stems
 from omniroute.memory.search.vectors import VectorIndex
 
@@ -75,6 +75,7 @@ class MemoryStore:
         # Called after a write of ours commits that left a memory without a vector (the app
         # passes "request a backfill"): the store knows nothing of queues.
         self._on_write = on_write
+        self._quiet = False
         # Told of every memory whose vector elsewhere (Qdrant) must change, in the same
         # transaction: the mirror keeps its own record of what it has yet to do.
         self._mirror = mirror
@@ -137,22 +138,21 @@ class MemoryStore:
             "expires_at": expires_at,
         }
         with self.joined(connection, self.db.write) as conn:
-            existing = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
-            if existing is not None and existing.is_expired(now):
-                self.delete_row(conn, existing, now, "expired")
-                existing = None
-            memory = None
-            if existing is None:
-                memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
-            if memory is None:  # it existed, or another writer created it meanwhile
-                existing = existing or self._row(
+            # Insert first: a new key (an import's every memory) costs one statement.
+            memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
+            created = memory is not None
+            if memory is None:  # the key is taken
+                existing = self._row(
                     conn, memories.c.api_key_id == api_key_id, memories.c.key == key
                 )
-                merged = {**existing.metadata, **(metadata or {})}
-                memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
-                created = False
-            else:
-                created = True
+                if existing is None or existing.is_expired(now):  # absent, or as good as
+                    if existing is not None:
+                        self.delete_row(conn, existing, now, "expired")
+                    memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
+                    created = True
+                else:
+                    merged = {**existing.metadata, **(metadata or {})}
+                    memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
         if connection is None:
             self.notify_write()
         return memory, created
@@ -204,8 +204,18 @@ class MemoryStore:
 
     def notify_write(self) -> None:
         """Tell whoever listens that memories changed and may need vectors (after a commit)."""
-        if self._on_write is not None:
+        if self._on_write is not None and not self._quiet:
             self._on_write()
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Tell no listener about writes inside the block (a bulk import embeds at its end,
+        in large batches, instead of beside itself in small ones)."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
 
     def delete(self, memory_id: str, *, connection: Connection | None = None) -> bool:
         """Delete a memory, expired or not; return False when there was none."""
@@ -331,7 +341,7 @@ class MemoryStore:
             **fields,
         )
         values = {
-            **asdict(memory),
+            **{name: getattr(memory, name) for name in MEMORY_COLUMNS},
             "metadata": dump_metadata(metadata),
             "needs_reindex": 1,
             "search_stems": search_stems(memory.content, key, metadata),

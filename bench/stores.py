@@ -14,6 +14,8 @@ from pathlib import Path
 
 from omniroute.core.config import SETTINGS_BY_NAME
 from omniroute.core.db import Database
+from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
+from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.vector_cache import VectorCache
 from omniroute.memory.search.vectors import SqliteVecIndex, VectorIndex
@@ -41,14 +43,36 @@ def database_url(store: str, folder: str) -> Iterator[str]:
             server.cleanup()
 
 
-def vector_index(database: Database) -> VectorIndex:
+def default(name: str):
+    return SETTINGS_BY_NAME[name].default
+
+
+def vector_index(database: Database, folder: Path | None = None) -> VectorIndex:
     """The vector index the service would build for this database (on SQLite with its RAM
-    cache of large keys, at the default settings)."""
+    cache of large keys, matrices and graphs, at the default settings; graphs saved under
+    `folder`)."""
     if database.dialect == "postgresql":
         return PgVectorIndex()
     cache = VectorCache(
         database.read,
-        min_vectors=SETTINGS_BY_NAME["MEMORY_VEC_CACHE_MIN_VECTORS"].default,
-        max_bytes=SETTINGS_BY_NAME["MEMORY_VEC_CACHE_MB"].default * 2**20,
+        min_vectors=default("MEMORY_VEC_CACHE_MIN_VECTORS"),
+        max_bytes=default("MEMORY_VEC_CACHE_MB") * 2**20,
+        graph_min_vectors=default("MEMORY_VEC_GRAPH_MIN_VECTORS"),
+        folder=folder,
     )
     return SqliteVecIndex(cache=cache)
+
+
+def keyword_cache(database: Database) -> KeywordCache:
+    """The keyword indexes of large keys the service would keep, at the default settings."""
+    changes = (
+        PostgresChangeLog()
+        if database.dialect == "postgresql"
+        else SqliteChangeLog("memory_changes")
+    )
+    return KeywordCache(
+        database.read,
+        changes,
+        min_memories=default("MEMORY_KEYWORD_INDEX_MIN_MEMORIES"),
+        max_bytes=default("MEMORY_KEYWORD_INDEX_MB") * 2**20,
+    )

@@ -283,7 +283,7 @@ def test_a_key_served_from_its_graph_never_returns_deleted_or_expired_memories(
         settle(svc)
         rank(svc, "Which city do we live in?")  # starts the build
         svc.vectors.cache.wait()
-        graph = svc.vectors.cache._matrices["alice"]
+        graph = svc.vectors.cache._held["alice"]
         assert isinstance(graph, TenantGraph) and len(graph) == len(FACTS)
         assert (tmp_path / "vector_graphs").is_dir(), "saved in the process's data folder"
         city, dog = (next(m for m in svc.memories.find(_filter("alice")) if m.key == k)

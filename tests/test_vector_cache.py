@@ -82,7 +82,7 @@ def same(held, exact) -> None:
 
 
 def held(cache, owner):
-    return cache._matrices.get(owner)
+    return cache._held.get(owner)
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_a_small_key_stays_with_sqlite_vec(database, cache, indexes):
     cached, writer = indexes
     same(nearest(database, cached, "s"), nearest(database, writer, "s"))
     cache.wait()
-    assert "s" not in cache._matrices
+    assert "s" not in cache._held
 
 
 def test_another_writers_changes_are_caught_up_before_each_search(database, cache, indexes):
@@ -158,7 +158,7 @@ def test_past_the_ram_limit_a_key_stays_with_sqlite_vec(database, indexes, shape
         cached = SqliteVecIndex(cache=small)
         nearest(database, cached, "big")
         small.wait()
-        assert small._matrices == {}
+        assert small._held == {}
     finally:
         small.close()
 

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
 import tantivy
@@ -31,11 +29,11 @@ from sqlalchemy import Connection, func, select
 
 from omniroute.core.db.tables import memories
 from omniroute.memory.search.change_log import ChangeLog
+from omniroute.memory.search.key_copies import KeyCopies
 
 log = logging.getLogger(__name__)
 
 COMMIT_SECONDS = 0.5  # how stale a large key's keyword hits may be
-RECHECK_SECONDS = 60  # how long a key found too small is left alone
 KEPT = 0.8  # an index is kept down to this share of min_memories (no rebuilds at the edge)
 READ_PART = 50_000  # memories read in one transaction while a key is built
 BYTES_A_MEMORY = 160  # a RAM index's size per memory, about (134 measured at 1M)
@@ -118,8 +116,10 @@ class TenantKeywords:
         return [(searcher.doc(address)["seq"][0], score) for score, address in hits]
 
 
-class KeywordCache:
+class KeywordCache(KeyCopies[TenantKeywords]):
     """The keyword indexes of one process's large keys, and their upkeep."""
+
+    what = "keyword index"
 
     def __init__(
         self,
@@ -130,15 +130,10 @@ class KeywordCache:
         max_bytes: int,
     ) -> None:
         """`read` opens a read transaction (Database.read); `changes` is the store's log."""
+        super().__init__(max_bytes, "omniroute-keywords")
         self._read = read
         self._changes = changes
         self.min_memories = min_memories
-        self.max_bytes = max_bytes
-        self._held: dict[str, TenantKeywords] = {}
-        self._checked: dict[str, float] = {}  # owner -> when it was found too small
-        self._building: set[str] = set()
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omniroute-keywords")
         self._stop = threading.Event()
         self._committer = threading.Thread(
             target=self._keep_up, name="omniroute-keywords-commit", daemon=True
@@ -156,31 +151,6 @@ class KeywordCache:
             return None
         return held.search(stems, limit, session)
 
-    def _consider(self, owner: str) -> None:
-        with self._lock:
-            if owner in self._building or self._stop.is_set():
-                return
-            if time.monotonic() - self._checked.get(owner, -RECHECK_SECONDS) < RECHECK_SECONDS:
-                return
-            self._building.add(owner)
-        self._pool.submit(self._build, owner)
-
-    def _build(self, owner: str) -> None:
-        try:
-            held = self._read_key(owner)
-            if held is None:
-                with self._lock:
-                    self._checked[owner] = time.monotonic()
-                return
-            with self._lock:
-                self._held[owner] = held
-            log.info("keyword index of a key of %d memories held in RAM", len(held))
-        except Exception:  # the store keeps answering; the next search tries again
-            log.exception("the keyword index of a key was not built")
-        finally:
-            with self._lock:
-                self._building.discard(owner)
-
     def _read_key(self, owner: str) -> TenantKeywords | None:
         """The key's index, committed; None for a key too small or past the RAM bound. Read
         in parts, each in a transaction of its own, after the log's position: what changes
@@ -189,7 +159,7 @@ class KeywordCache:
             size = conn.execute(
                 select(func.count()).where(memories.c.api_key_id == owner)
             ).scalar_one()
-            if size < self.min_memories or not self._fits(size * BYTES_A_MEMORY):
+            if size < self.min_memories or not self._fits(size * BYTES_A_MEMORY, owner):
                 return None
             held = TenantKeywords(owner, self._changes.position(conn))
         last = 0
@@ -261,23 +231,7 @@ class KeywordCache:
                 held.drop(seq)
         held.position = position
 
-    def _fits(self, size: int) -> bool:
-        with self._lock:
-            held = sum(index.nbytes for index in self._held.values())
-        if held + size <= self.max_bytes:
-            return True
-        log.warning("a large key stays with the store's keyword search: the RAM bound is reached")
-        return False
-
-    def _forget(self, owner: str) -> None:
-        with self._lock:
-            self._held.pop(owner, None)
-
-    def wait(self) -> None:
-        """Let a build in progress finish (tests, shutdown)."""
-        self._pool.submit(lambda: None).result()
-
     def close(self) -> None:
         self._stop.set()
         self._committer.join(timeout=10)
-        self._pool.shutdown(wait=True)
+        self._stop_building()

@@ -267,8 +267,13 @@ class Retriever:
             hits = self.keywords.search(owner, stems, pool, live.session_id)
         with self.store.db.read() as conn:
             if hits is not None:
-                found = self._rows(conn, memories.c.seq, "seq", hits, live)[:CANDIDATES]
-                if len(found) == CANDIDATES or len(hits) < pool:
+                found: list[tuple[Memory, float]] = []
+                for start in range(0, len(hits), CANDIDATES):  # the best first: most need one
+                    part = hits[start : start + CANDIDATES]
+                    found += self._rows(conn, memories.c.seq, "seq", part, live)
+                    if len(found) >= CANDIDATES:
+                        return found[:CANDIDATES]
+                if len(hits) < pool:  # the index had no more: nothing else matches
                     return found
             return keyword_search(
                 conn,

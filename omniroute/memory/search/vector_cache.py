@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -31,12 +29,12 @@ from threadpoolctl import threadpool_limits
 from omniroute.core.db.tables import memories, memory_vec_meta
 from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.graph import TenantGraph
+from omniroute.memory.search.key_copies import KeyCopies
 
 log = logging.getLogger(__name__)
 
 CHANGES = "vector_changes"
 KEPT_CHANGES = 100_000  # the log keeps this many of the newest changes
-RECHECK_SECONDS = 60  # how long a key found too small is left alone
 READ_PART = 20_000  # vectors read in one transaction while a key is built
 GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_ANN_MIN_VECTORS
 VECTORS = "vec_memories"
@@ -129,8 +127,10 @@ class TenantMatrix:
 Held = TenantMatrix | TenantGraph
 
 
-class VectorCache:
+class VectorCache(KeyCopies[Held]):
     """The matrices and graphs of one process's large keys, and their upkeep."""
+
+    what = "vectors"
 
     def __init__(
         self,
@@ -144,24 +144,19 @@ class VectorCache:
         """`read` opens a read transaction (Database.read), for building in the background.
         A key of `graph_min_vectors` vectors or more (None: never) is held as an HNSW graph,
         saved under `folder` (None: built again after every restart)."""
+        super().__init__(max_bytes, "omniroute-vectors")
         threadpool_limits(limits=1, user_api="blas")  # for the whole process: see above
         self._read = read
         self.min_vectors = min_vectors
-        self.max_bytes = max_bytes
         self.graph_min_vectors = graph_min_vectors
         self.folder = folder
-        self._matrices: dict[str, Held] = {}
-        self._checked: dict[str, float] = {}  # owner -> when it was found too small
-        self._building: set[str] = set()
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="omniroute-vectors")
 
     def search(
         self, conn: Connection, owner: str, vector: np.ndarray, k: int
     ) -> list[tuple[int, float]] | None:
         """The owner's k nearest as (seq, cosine), or None: not a large key, or not built
         yet (the caller asks sqlite-vec). A small key costs no query here."""
-        held = self._matrices.get(owner)
+        held = self._held.get(owner)
         if held is None or held.signature != _signature(conn):
             self._consider(owner, len(vector))
             return None
@@ -171,7 +166,7 @@ class VectorCache:
                 self._consider(owner, len(vector))
                 return None
             if self._wants_graph(len(held), held) != isinstance(held, TenantGraph):
-                self._consider(owner, len(vector), reshape=True)  # this one answers meanwhile
+                self._consider(owner, len(vector), again=True)  # this one answers meanwhile
             return held.nearest(vector, k)
 
     def _wants_graph(self, count: int, held: Held | None) -> bool:
@@ -198,35 +193,6 @@ class VectorCache:
         held.head = head
         return True
 
-    def _consider(self, owner: str, dim: int, reshape: bool = False) -> None:
-        """Build the owner's structure in the background if the key is large enough (or, to
-        `reshape`, in the other shape while the one held answers)."""
-        with self._lock:
-            if owner in self._building:
-                return
-            last = self._checked.get(owner, -RECHECK_SECONDS)
-            if not reshape and time.monotonic() - last < RECHECK_SECONDS:
-                return
-            self._building.add(owner)
-        self._pool.submit(self._build, owner, dim)
-
-    def _build(self, owner: str, dim: int) -> None:
-        try:
-            held = self._read_key(owner, dim)
-            if held is None:
-                with self._lock:
-                    self._checked[owner] = time.monotonic()
-                return
-            with self._lock:
-                self._matrices[owner] = held
-            log.info("vectors of a key of %d memories held in RAM as a %s (%d MB)", len(held),
-                     type(held).__name__, held.nbytes // 2**20)  # fmt: skip
-        except Exception:  # sqlite-vec keeps answering; the next search tries again
-            log.exception("the vectors of a key were not held in RAM")
-        finally:
-            with self._lock:
-                self._building.discard(owner)
-
     def _read_key(self, owner: str, dim: int) -> Held | None:
         """The key's vectors in the shape its size asks for, caught up; None for a key too
         small or too large for the RAM left. A saved graph is loaded and caught up; a new one
@@ -247,7 +213,7 @@ class VectorCache:
             ]
         if len(seqs) < self.min_vectors:
             return None
-        graph = self._wants_graph(len(seqs), self._matrices.get(owner))
+        graph = self._wants_graph(len(seqs), self._held.get(owner))
         shape = TenantGraph if graph else TenantMatrix
         if not self._fits(shape.estimate(len(seqs), dim), owner):
             return None
@@ -272,28 +238,12 @@ class VectorCache:
                 held.save(self.folder)
         return held
 
-    def _fits(self, size: int, owner: str) -> bool:
-        with self._lock:
-            held = sum(m.nbytes for o, m in self._matrices.items() if o != owner)
-        if held + size <= self.max_bytes:
-            return True
-        log.warning("a large key's vectors stay in sqlite-vec: MEMORY_VEC_CACHE_MB is reached")
-        return False
-
-    def _forget(self, owner: str) -> None:
-        with self._lock:
-            self._matrices.pop(owner, None)
-
-    def wait(self) -> None:
-        """Let a build in progress finish (tests, shutdown)."""
-        self._pool.submit(lambda: None).result()
-
     def close(self) -> None:
         """Stop building, and save each graph that moved on since it was saved."""
-        self._pool.shutdown(wait=True)
+        self._stop_building()
         if self.folder is None:
             return
-        for held in list(self._matrices.values()):
+        for held in list(self._held.values()):
             if isinstance(held, TenantGraph):
                 with held.lock:
                     if held.head != held.saved_head:

@@ -202,3 +202,18 @@ def test_postgresql_changes_older_than_a_day_are_pruned(store, big):
         )
         assert change_log.prune(conn) == 10
         assert conn.exec_driver_sql(count).scalar() == before - 10
+
+
+def test_another_keys_writes_leave_an_index_as_it_is(store, cache, big, monkeypatch):
+    built(cache)
+    commits = []
+    index = cache._held["big"]
+    monkeypatch.setattr(index, "commit", lambda: commits.append(1))
+    for n in range(5):
+        store.create(api_key_id="s", key=f"more{n}", content="violin lessons")
+    store.delete(stored(store, owner="s", query="violin")[0].id)
+    cache.catch_up()
+    assert commits == [], "nothing of the large key changed"
+    store.create(api_key_id="big", key="more", content="violin lessons")
+    cache.catch_up()
+    assert commits == [1]

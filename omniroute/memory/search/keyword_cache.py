@@ -59,6 +59,10 @@ class TenantKeywords:
         self.owner, self.position = owner, position
         self.lock = threading.Lock()
         self.dirty = False
+        # Which seqs the index holds, a bit each (1.25 MB for seqs up to 10M): the change log
+        # names every key's changes, and a delete queued for each of another key's would
+        # have made every index commit whenever any key was written.
+        self._held = bytearray()
         self._index = tantivy.Index(SCHEMA)
         self._writer = self._index.writer(heap_size=WRITER_HEAP, num_threads=1)
         self._searcher = self._index.searcher()
@@ -83,11 +87,27 @@ class TenantKeywords:
         document.add_text("stems", stems)
         document.add_text("session", session or "")
         self._writer.add_document(document)
+        self._mark(seq, True)
         self.dirty = True
 
     def drop(self, seq: int) -> None:
-        self._writer.delete_documents_by_term("seq", seq)
-        self.dirty = True
+        if self._holds(seq):
+            self._writer.delete_documents_by_term("seq", seq)
+            self._mark(seq, False)
+            self.dirty = True
+
+    def _holds(self, seq: int) -> bool:
+        byte = seq >> 3
+        return byte < len(self._held) and bool(self._held[byte] & (1 << (seq & 7)))
+
+    def _mark(self, seq: int, held: bool) -> None:
+        byte = seq >> 3
+        if byte >= len(self._held):
+            self._held.extend(bytes(byte + 1 - len(self._held) + len(self._held) // 2))
+        if held:
+            self._held[byte] |= 1 << (seq & 7)
+        else:
+            self._held[byte] &= ~(1 << (seq & 7)) & 0xFF
 
     def commit(self) -> None:
         self._writer.commit()
@@ -135,6 +155,7 @@ class KeywordCache(KeyCopies[TenantKeywords]):
         self._changes = changes
         self.min_memories = min_memories
         self._stop = threading.Event()
+        self._catching = threading.Lock()
         self._committer = threading.Thread(
             target=self._keep_up, name="omniroute-keywords-commit", daemon=True
         )
@@ -193,7 +214,12 @@ class KeywordCache(KeyCopies[TenantKeywords]):
                 log.exception("keyword indexes not caught up")
 
     def catch_up(self) -> None:
-        """Apply every index's changes since its position, and commit those that changed."""
+        """Apply every index's changes since its position, and commit those that changed
+        (one catch-up at a time: the committer's, or a caller's)."""
+        with self._catching:
+            self._catch_up_all()
+
+    def _catch_up_all(self) -> None:
         for owner, held in list(self._held.items()):
             with self._read() as conn:
                 found = self._changes.since(conn, held.position)

@@ -45,8 +45,9 @@ from omniroute.memory.embedding.transformers_model import TransformersEmbedder  
 from omniroute.memory.life.backfill import Backfill  # noqa: E402
 from omniroute.memory.search.budget import within_budget  # noqa: E402
 from omniroute.memory.search.change_log import SqliteChangeLog  # noqa: E402
+from omniroute.memory.search.fusion import RetrievalOptions  # noqa: E402
 from omniroute.memory.search.keyword_cache import KeywordCache  # noqa: E402
-from omniroute.memory.search.retrieval import RetrievalOptions, Retriever  # noqa: E402
+from omniroute.memory.search.retrieval import Retriever  # noqa: E402
 from omniroute.memory.search.tokens import count_tokens  # noqa: E402
 from omniroute.memory.search.vectors import SqliteVecIndex  # noqa: E402
 from omniroute.memory.settings import MemoryConfig  # noqa: E402

@@ -50,10 +50,11 @@ from omniroute.memory.qdrant.outbox import QdrantOutbox
 from omniroute.memory.qdrant.sync import QdrantSync
 from omniroute.memory.qdrant.tier import QdrantTier
 from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
+from omniroute.memory.search.fusion import RetrievalOptions
 from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.rerank import Reranker
-from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.search.vector_cache import VectorCache
 from omniroute.memory.search.vectors import SqliteVecIndex, VectorIndex
 from omniroute.memory.settings import MemorySettings

@@ -9,7 +9,8 @@ import pytest
 from omniroute.core.clock import to_iso
 from omniroute.memory.life.decay import DecayPolicy
 from omniroute.memory.model import Memory
-from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.fusion import RetrievalOptions
+from omniroute.memory.search.retrieval import Retriever
 from tests.helpers import backdate as age
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

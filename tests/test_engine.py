@@ -7,8 +7,9 @@ import sqlite_vec
 
 from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
+from omniroute.memory.search.fusion import RetrievalOptions
 from omniroute.memory.search.graph import TenantGraph
-from omniroute.memory.search.retrieval import RetrievalOptions, Retriever
+from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.search.vectors import SqliteVecIndex
 from tests.helpers import app_settings, eventually
 

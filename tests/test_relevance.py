@@ -7,7 +7,8 @@ import pytest
 
 from omniroute.core.config import SETTINGS_BY_NAME, ConfigError, load_settings
 from omniroute.memory.model import Memory
-from omniroute.memory.search.retrieval import Ranked, Ranking, RetrievalOptions, fuse
+from omniroute.memory.search.fusion import Ranked, RetrievalOptions, fuse
+from omniroute.memory.search.retrieval import Ranking
 from tests.helpers import ADMIN_TOKEN
 
 pytestmark = pytest.mark.both_stores

@@ -167,6 +167,19 @@ def data_files(svc) -> list[Path]:
     return [p for p in (Path(folder) / "base" / str(oid)).iterdir() if p.is_file()]
 
 
+def data_bytes(svc) -> bytes:
+    """Every byte of the data files. PostgreSQL unlinks and rewrites some files (the
+    relation cache, pg_internal.init) at any moment: one gone between the listing and
+    the read holds nothing any more and is passed over."""
+    chunks = []
+    for path in data_files(svc):
+        try:
+            chunks.append(path.read_bytes())
+        except FileNotFoundError:
+            continue
+    return b"".join(chunks)
+
+
 def test_a_full_scrub_after_an_erase_leaves_no_byte_in_the_data_files(app, svc, client, make_key):
     alice = make_key("alice")["id"]
     for n, word in enumerate(SECRETS):
@@ -176,7 +189,7 @@ def test_a_full_scrub_after_an_erase_leaves_no_byte_in_the_data_files(app, svc, 
     client.delete(f"/api/keys/{alice}?erase=true", headers=ADMIN)
     result = app.test_cli_runner().invoke(args=["memory", "scrub", "--full"])
     assert result.exit_code == 0 and "no deleted text is left" in result.output, result.output
-    left = b"".join(path.read_bytes() for path in data_files(svc)).lower()
+    left = data_bytes(svc).lower()
     assert left, "the files were read"
     for word in SECRETS:
         assert word[-8:].lower().encode() not in left, f"{word} is still on disk"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omniroute.core.config import SETTINGS_BY_NAME
 from omniroute.core.db import Database
-from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
+from omniroute.memory.search.change_log import change_log
 from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.vector_cache import VectorCache
@@ -48,11 +48,8 @@ def default(name: str):
 
 
 def vector_index(database: Database, folder: Path | None = None) -> VectorIndex:
-    """The vector index the service would build for this database (on SQLite with its RAM
-    cache of large keys, matrices and graphs, at the default settings; graphs saved under
-    `folder`)."""
-    if database.dialect == "postgresql":
-        return PgVectorIndex()
+    """The vector index the service would build for this database, with its RAM cache of
+    large keys (matrices and graphs) at the default settings; graphs saved under `folder`."""
     cache = VectorCache(
         database.read,
         min_vectors=default("MEMORY_VEC_CACHE_MIN_VECTORS"),
@@ -60,16 +57,14 @@ def vector_index(database: Database, folder: Path | None = None) -> VectorIndex:
         graph_min_vectors=default("MEMORY_VEC_GRAPH_MIN_VECTORS"),
         folder=folder,
     )
+    if database.dialect == "postgresql":
+        return PgVectorIndex(cache=cache)
     return SqliteVecIndex(cache=cache)
 
 
 def keyword_cache(database: Database) -> KeywordCache:
     """The keyword indexes of large keys the service would keep, at the default settings."""
-    changes = (
-        PostgresChangeLog()
-        if database.dialect == "postgresql"
-        else SqliteChangeLog("memory_changes")
-    )
+    changes = change_log(database.dialect, "memory_changes")
     return KeywordCache(
         database.read,
         changes,

@@ -49,7 +49,7 @@ from omniroute.memory.qdrant.index import QdrantIndex
 from omniroute.memory.qdrant.outbox import QdrantOutbox
 from omniroute.memory.qdrant.sync import QdrantSync
 from omniroute.memory.qdrant.tier import QdrantTier
-from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
+from omniroute.memory.search.change_log import change_log
 from omniroute.memory.search.fusion import RetrievalOptions
 from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.pgvector import PgVectorIndex
@@ -146,14 +146,12 @@ class Services:
         )
         keywords = KeywordCache(
             database.read,
-            PostgresChangeLog()
-            if database.dialect == "postgresql"
-            else SqliteChangeLog("memory_changes"),
+            change_log(database.dialect, "memory_changes"),
             min_memories=config["MEMORY_KEYWORD_INDEX_MIN_MEMORIES"],
             max_bytes=config["MEMORY_KEYWORD_INDEX_MB"] * 2**20,
         )
         vectors: VectorIndex = (
-            PgVectorIndex()
+            PgVectorIndex(cache=vector_cache)
             if database.dialect == "postgresql"
             else SqliteVecIndex(config["MEMORY_VEC_QUANTIZATION"], cache=vector_cache)
         )

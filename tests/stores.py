@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine, make_url
 
 from omniroute.core.db import Database, migrate
 from omniroute.core.db.tables import metadata
+from omniroute.memory.search import change_log
 
 STORES = ("sqlite", "postgresql")
 # The machine's own server (trust auth); it has no pgvector.
@@ -69,7 +70,8 @@ class TestDatabase:
         if self._engine is None:
             self._engine = create_engine(self.url.replace("://", "+psycopg://", 1))
         names = ", ".join(
-            table.name for table in metadata.sorted_tables if table.name != "memory_vec_meta"
+            [table.name for table in metadata.sorted_tables if table.name != "memory_vec_meta"]
+            + list(change_log.LOGS)  # raw SQL tables (triggers write them)
         )
         with self._engine.begin() as conn:
             conn.execute(text("SET LOCAL lock_timeout = '20s'"))

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from omniroute.memory.search import change_log
-from omniroute.memory.search.change_log import PostgresChangeLog, SqliteChangeLog
 from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.query_words import topic_words
@@ -27,9 +26,7 @@ TOPICS = ["tea", "coffee", "bicycle", "garden", "violin", "lisbon", "harbour", "
 
 
 def changes_of(database):
-    return PostgresChangeLog() if database.dialect == "postgresql" else SqliteChangeLog(
-        "memory_changes"
-    )  # fmt: skip
+    return change_log.change_log(database.dialect, "memory_changes")
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
-"""Large keys' vectors in RAM, as an exact matrix or an HNSW graph: the same neighbours as
-sqlite-vec, caught up from every writer's changes (another process's too), rebuilt when it
-cannot catch up, reshaped when a key crosses the graph's size, loaded from disk after a
-restart, and never for small keys."""
+"""Large keys' vectors in RAM, as an exact matrix or an HNSW graph, on both stores: the same
+neighbours as sqlite-vec's or pgvector's exact search, caught up from every writer's changes
+(another process's too), rebuilt when it cannot catch up, reshaped when a key crosses the
+graph's size, loaded from disk after a restart, and never for small keys."""
 
 from __future__ import annotations
 
@@ -10,24 +10,27 @@ import sys
 
 import numpy as np
 import pytest
+from sqlalchemy import delete, insert
 from threadpoolctl import threadpool_info
 
-from omniroute.core.db import Database, migrate
-from omniroute.memory.search import vector_cache
+from omniroute.core.db.tables import memories
+from omniroute.memory.search import change_log, vectors
 from omniroute.memory.search.graph import TenantGraph
+from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.vector_cache import TenantMatrix, VectorCache
 from omniroute.memory.search.vectors import SqliteVecIndex
+
+pytestmark = pytest.mark.both_stores
 
 DIM = 8
 SHAPES = {"matrix": TenantMatrix, "graph": TenantGraph}
 
 
-@pytest.fixture
-def database(tmp_path):
-    db = Database(f"sqlite:///{tmp_path / 'vectors.db'}")
-    migrate.upgrade(db)
-    yield db
-    db.dispose()
+def index_of(database, cache=None):
+    """The store's vector index, searching through `cache` (None: the store's own search)."""
+    if database.dialect == "postgresql":
+        return PgVectorIndex(cache=cache)
+    return SqliteVecIndex(cache=cache)
 
 
 @pytest.fixture(params=["matrix", "graph"])
@@ -60,12 +63,17 @@ def vector(n: int) -> np.ndarray:
 
 def write(database, index, rows, signature="sig") -> None:
     """Vectors of these (seq, owner), with a memory row each (a key's size is its memories')."""
+    seqs = [seq for seq, _ in rows]
     with database.write() as conn:
-        conn.exec_driver_sql(
-            "INSERT OR REPLACE INTO memories (seq, id, api_key_id, type, key, content,"
-            " created_at, updated_at) VALUES (?, ?, ?, 'factual', ?, 'x', '', '')",
-            [(seq, f"m{seq}", owner, f"k{seq}") for seq, owner in rows],
-        )
+        conn.execute(delete(memories).where(memories.c.seq.in_(seqs)))
+        conn.execute(
+            insert(memories),
+            [
+                {"seq": seq, "id": f"m{seq}", "api_key_id": owner, "type": "factual",
+                 "key": f"k{seq}", "content": "x", "created_at": "", "updated_at": ""}
+                for seq, owner in rows
+            ],
+        )  # fmt: skip
         index.prepare(conn, signature, DIM)
         index.upsert(conn, [(seq, owner, vector(seq)) for seq, owner in rows])
 
@@ -89,12 +97,12 @@ def held(cache, owner):
 def indexes(database, cache):
     """The cached index of a searching process, a plain one of another writer, and a key
     of 20 vectors beside a key of 3."""
-    cached, writer = SqliteVecIndex(cache=cache), SqliteVecIndex()
+    cached, writer = index_of(database, cache), index_of(database)
     write(database, writer, [(seq, "big") for seq in range(1, 21)] + [(21, "s"), (22, "s")])
     return cached, writer
 
 
-def test_a_large_key_is_answered_from_ram_as_sqlite_vec_would(database, cache, indexes, shape):
+def test_a_large_key_is_answered_from_ram_as_the_store_would(database, cache, indexes, shape):
     cached, writer = indexes
     first = nearest(database, cached, "big")
     cache.wait()
@@ -109,7 +117,7 @@ def test_a_process_with_a_cache_multiplies_on_one_blas_thread(cache):
     assert blas and all(info["num_threads"] == 1 for info in blas)
 
 
-def test_a_small_key_stays_with_sqlite_vec(database, cache, indexes):
+def test_a_small_key_stays_with_the_store(database, cache, indexes):
     cached, writer = indexes
     same(nearest(database, cached, "s"), nearest(database, writer, "s"))
     cache.wait()
@@ -129,14 +137,20 @@ def test_another_writers_changes_are_caught_up_before_each_search(database, cach
     same(found, nearest(database, writer, "big", k=30))
 
 
-def test_a_matrix_behind_the_pruned_log_is_read_again(database, cache, indexes, monkeypatch):
+def test_a_copy_the_log_no_longer_reaches_is_read_again(database, cache, indexes, monkeypatch):
     cached, writer = indexes
     nearest(database, cached, "big")
     cache.wait()
-    monkeypatch.setattr(vector_cache, "KEPT_CHANGES", 1)
+    if database.dialect == "sqlite":
+        monkeypatch.setattr(vectors, "KEPT_CHANGES", 1)  # the log keeps one change
+    else:
+        monkeypatch.setattr(change_log, "TRUSTED_SECONDS", -1)  # as if it had slept a day
     write(database, writer, [(99, "big"), (98, "big")])
+    before = held(cache, "big")
     assert nearest(database, cached, "big") == nearest(database, writer, "big")
+    monkeypatch.undo()
     cache.wait()
+    assert held(cache, "big") is not before
     same(nearest(database, cached, "big", k=30), nearest(database, writer, "big", k=30))
     assert 99 in {seq for seq, _ in nearest(database, cached, "big", k=30)}
 
@@ -152,10 +166,10 @@ def test_a_new_model_is_not_answered_from_the_old_matrix(database, cache, indexe
     assert all(seq >= 40 for seq, _ in nearest(database, cached, "big", k=30))
 
 
-def test_past_the_ram_limit_a_key_stays_with_sqlite_vec(database, indexes, shape, tmp_path):
+def test_past_the_ram_limit_a_key_stays_with_the_store(database, indexes, shape, tmp_path):
     small = open_cache(database, shape, tmp_path / "graphs", max_bytes=100)
     try:
-        cached = SqliteVecIndex(cache=small)
+        cached = index_of(database, small)
         nearest(database, cached, "big")
         small.wait()
         assert small._held == {}
@@ -174,26 +188,26 @@ def test_a_restarted_process_loads_its_graph_and_catches_up(database, indexes, t
     cached, writer = indexes
     folder = tmp_path / "restart"
     first = open_cache(database, "graph", folder)
-    saved = built(database, first, SqliteVecIndex(cache=first))
+    saved = built(database, first, index_of(database, first))
     first.close()  # saves the graph with the log position it holds
     write(database, writer, [(99, "big")])
     again = open_cache(database, "graph", folder)
     try:
-        loaded = built(database, again, SqliteVecIndex(cache=again))
-        assert loaded.saved_head == saved.head < loaded.head, "loaded, then caught up"
-        same(nearest(database, SqliteVecIndex(cache=again), "big", k=30),
+        loaded = built(database, again, index_of(database, again))
+        assert loaded.saved_head == saved.head != loaded.head, "loaded, then caught up"
+        same(nearest(database, index_of(database, again), "big", k=30),
              nearest(database, writer, "big", k=30))  # fmt: skip
     finally:
         again.close()
 
 
-def test_a_restart_on_an_empty_disk_answers_from_sqlite_vec_while_it_builds(
+def test_a_restart_on_an_empty_disk_answers_from_the_store_while_it_builds(
     database, indexes, tmp_path
 ):
     cached, writer = indexes
     fresh = open_cache(database, "graph", tmp_path / "empty")
     try:
-        index = SqliteVecIndex(cache=fresh)
+        index = index_of(database, fresh)
         assert nearest(database, index, "big", k=30) == nearest(database, writer, "big", k=30)
         fresh.wait()
         rebuilt = held(fresh, "big")
@@ -206,7 +220,7 @@ def test_a_restart_on_an_empty_disk_answers_from_sqlite_vec_while_it_builds(
 def test_a_key_crossing_the_graphs_size_is_reshaped_both_ways(database, indexes, tmp_path):
     cached, writer = indexes
     cache = open_cache(database, "graph", tmp_path / "graphs", graph_min_vectors=30)
-    index = SqliteVecIndex(cache=cache)
+    index = index_of(database, cache)
     try:
         assert isinstance(built(database, cache, index), TenantMatrix)  # 20 vectors
         write(database, writer, [(seq, "big") for seq in range(60, 75)])  # 35
@@ -227,12 +241,14 @@ WRITER = """
 import sys
 import numpy as np
 from omniroute.core.db import Database
+from omniroute.memory.search.pgvector import PgVectorIndex
 from omniroute.memory.search.vectors import SqliteVecIndex
 
 database = Database(sys.argv[1])
+index = PgVectorIndex() if database.dialect == "postgresql" else SqliteVecIndex()
 with database.write() as conn:
-    SqliteVecIndex().upsert(conn, [(7, "big", np.ones(8, dtype=np.float32))])
-    SqliteVecIndex().delete(conn, [8])
+    index.upsert(conn, [(7, "big", np.ones(8, dtype=np.float32))])
+    index.delete(conn, [8])
 database.dispose()
 """
 
@@ -240,7 +256,7 @@ database.dispose()
 def test_another_process_writes_are_caught_up(database, cache, indexes):
     cached, writer = indexes
     built(database, cache, cached)
-    url = str(database.engine.url)
+    url = database.url  # no password on the test servers
     subprocess.run([sys.executable, "-c", WRITER, url], check=True, timeout=120)
     found = nearest(database, cached, "big", query=7, k=30)
     assert 8 not in {seq for seq, _ in found}

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from omniroute.memory.search import change_log
+
 CONNECTIVITY = 32  # M: links per node
 EXPANSION_ADD = 256  # ef while building
 EXPANSION_SEARCH = 512  # ef while searching: recall@10 0.974 at 1M (bench/ann_candidates.py)
@@ -42,9 +44,9 @@ def _stem(folder: Path, owner: str) -> Path:
 class TenantGraph:
     """One key's vectors in an HNSW graph keyed by memory seq (cosine, float16)."""
 
-    def __init__(self, owner: str, signature: str | None, dim: int, head: int) -> None:
+    def __init__(self, owner: str, signature: str | None, dim: int, head: object) -> None:
         self.owner, self.signature, self.head = owner, signature, head
-        self.saved_head: int | None = None  # the log position of the copy on disk
+        self.saved_head: object = None  # the log position of the copy on disk
         self.lock = threading.Lock()
         self._index = _index_class()(
             ndim=dim,
@@ -94,7 +96,11 @@ class TenantGraph:
         stem = _stem(folder, self.owner)
         self._index.save(f"{stem}.usearch.part")
         os.replace(f"{stem}.usearch.part", f"{stem}.usearch")
-        meta = {"owner": self.owner, "signature": self.signature, "head": self.head}
+        meta = {
+            "owner": self.owner,
+            "signature": self.signature,
+            "head": change_log.dump(self.head),
+        }
         Path(f"{stem}.json.part").write_text(json.dumps(meta))
         os.replace(f"{stem}.json.part", f"{stem}.json")
         self.saved_head = self.head
@@ -109,11 +115,12 @@ class TenantGraph:
             if meta["owner"] != owner or meta["signature"] != signature:
                 return None
             index = _index_class().restore(f"{stem}.usearch")
-        except (OSError, ValueError, KeyError, RuntimeError):
+            head = change_log.load(meta["head"])
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             return None
         if index is None:
             return None
-        graph = cls(owner, signature, index.ndim, int(meta["head"]))
+        graph = cls(owner, signature, index.ndim, head)
         index.expansion_search = EXPANSION_SEARCH
         index.expansion_add = EXPANSION_ADD
         graph._index, graph.saved_head = index, graph.head

@@ -6,7 +6,9 @@ large one is often none at all. So a tenant's size decides: up to EXACT_LIMIT ve
 search is an exact scan of that tenant's rows (its owner index, a sort; exact, and a few ms
 at this size), and a larger tenant walks the HNSW index with ef_search at least k, falling
 back to the exact scan whenever the walk found fewer than k of its own. Every tenant gets
-its own top k, whatever its neighbours hold.
+its own top k, whatever its neighbours hold. A process with a RAM cache (vector_cache.py)
+answers a large key's searches from it once built; a trigger logs every vector write in
+`vector_changes` for it (migrations/postgresql/0018).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import numpy as np
 from cachetools import TTLCache
 from sqlalchemy import Connection, text
 
+from omniroute.memory.search.change_log import PostgresChangeLog
+from omniroute.memory.search.vector_cache import VectorCache
 from omniroute.memory.search.vectors import VectorIndex
 
 TABLE = "memory_vectors"
@@ -35,7 +39,11 @@ def _literal(vector: np.ndarray) -> str:
 class PgVectorIndex(VectorIndex):
     """float32 vectors: MEMORY_VEC_QUANTIZATION's int8 is sqlite-vec's alone."""
 
-    def __init__(self) -> None:
+    changes = PostgresChangeLog("vector_changes")
+
+    def __init__(self, cache: VectorCache | None = None) -> None:
+        """`cache` holds large keys' vectors in RAM for their searches."""
+        self.cache = cache
         self._large: TTLCache[str, bool] = TTLCache(10_000, SIZE_CACHE_SECONDS)
         self._lock = threading.Lock()
 
@@ -57,6 +65,7 @@ class PgVectorIndex(VectorIndex):
         conn.execute(
             text(f"CREATE INDEX {TABLE}_ann ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
         )
+        conn.execute(text("SELECT vector_changes_watch()"))
         self.record_reset(conn, signature, dim)
         with self._lock:
             self._large.clear()
@@ -87,6 +96,10 @@ class PgVectorIndex(VectorIndex):
     ) -> list[tuple[int, float]]:
         if not self.exists(conn):
             return []
+        if self.cache is not None:
+            held = self.cache.search(self, conn, owner, vector, k)
+            if held is not None:
+                return held
         bound = {"owner": owner, "query": _literal(vector), "k": k}
         if self._is_large(conn, owner):
             ef_search = max(MIN_EF_SEARCH, min(MAX_EF_SEARCH, k))
@@ -132,13 +145,20 @@ class PgVectorIndex(VectorIndex):
             return 0
         return conn.execute(text(f"SELECT count(*) FROM {TABLE}")).scalar_one()
 
-    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+    def _rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
         # pgvector's binary form is a header (dim, unused: 2 + 2 bytes) and big-endian floats.
         rows = conn.execute(
-            text(f"SELECT seq, vector_send(embedding) FROM {TABLE} WHERE seq = ANY(:seqs)"),
+            text(f"SELECT seq, owner, vector_send(embedding) FROM {TABLE} WHERE seq = ANY(:seqs)"),
             {"seqs": seqs},
         ).all()
         return [
-            (seq, np.frombuffer(bytes(raw)[4:], dtype=">f4").astype("<f4").tobytes())
-            for seq, raw in rows
+            (seq, owner, np.frombuffer(bytes(raw)[4:], dtype=">f4").astype("<f4").tobytes())
+            for seq, owner, raw in rows
         ]
+
+    def owned(self, conn: Connection, owner: str) -> list[int]:
+        return list(
+            conn.execute(
+                text(f"SELECT seq FROM {TABLE} WHERE owner = :owner"), {"owner": owner}
+            ).scalars()
+        )

@@ -1,14 +1,16 @@
-"""Large keys' vectors in RAM: an exact cosine search several times faster than sqlite-vec's.
+"""Large keys' vectors in RAM: an exact matrix, or an HNSW graph for the largest, on both stores.
 
-sqlite-vec scans a key's whole partition for every query; numpy multiplies the same vectors,
-held in one float32 matrix, several times faster with the same result (docs/benchmarks.md
-has the figures). So a process keeps a matrix for each key of at least `min_vectors`
-vectors that it searches, up to `max_bytes` in all. The vector table stays the truth: a
-matrix is derived from it, built in the background the first time the key is searched
-(sqlite-vec answers meanwhile), and caught up before every search from `vector_changes`,
-the log every vector write appends to (any process's: the worker's backfill too). A matrix
-that has fallen behind the log's pruned head, or whose index was rebuilt for another
-model, is built again.
+sqlite-vec and pgvector scan a key's rows for every exact query; numpy multiplies the same
+vectors, held in one float32 matrix, several times faster with the same result, and a graph
+(graph.py) answers a million in milliseconds (docs/benchmarks.md has the figures). So a
+process keeps a matrix or a graph for each key of at least `min_vectors` vectors that it
+searches, up to `max_bytes` in all. The vector table stays the truth: a copy is derived from
+it, built in the background the first time the key is searched (the store answers
+meanwhile), and caught up before every search from the index's change log (`vector_changes`,
+which every vector write of any process appends to: the worker's backfill too). A copy that
+has fallen behind the log's pruned head, or whose index was rebuilt for another model, is
+built again. The cache reads through the index that asks it (`VectorIndex.owned`,
+`VectorIndex.rows`, `VectorIndex.changes`).
 
 A process with such a cache multiplies on one BLAS thread: on two cores OpenBLAS's second
 thread ran against hybrid's keyword search beside it and made hybrid slower.
@@ -21,36 +23,23 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Connection, func, select
 from threadpoolctl import threadpool_limits
 
 from omniroute.core.db.tables import memories, memory_vec_meta
-from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.graph import TenantGraph
 from omniroute.memory.search.key_copies import KeyCopies
 
+if TYPE_CHECKING:
+    from omniroute.memory.search.vectors import VectorIndex
+
 log = logging.getLogger(__name__)
 
-CHANGES = "vector_changes"
-KEPT_CHANGES = 100_000  # the log keeps this many of the newest changes
 READ_PART = 20_000  # vectors read in one transaction while a key is built
-GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_ANN_MIN_VECTORS
-VECTORS = "vec_memories"
-
-
-def record_changes(conn: Connection, seqs: list[int]) -> None:
-    """Log that these memories' vectors changed (written or deleted), and prune the log."""
-    if not seqs:
-        return
-    conn.exec_driver_sql(f"INSERT INTO {CHANGES} (memory_seq) VALUES (?)", [(seq,) for seq in seqs])
-    conn.exec_driver_sql(
-        f"DELETE FROM {CHANGES} WHERE id <= (SELECT max(id) FROM {CHANGES}) - {KEPT_CHANGES}"
-    )
-
-
-LOG = SqliteChangeLog(CHANGES)
+GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_VEC_GRAPH_MIN_VECTORS
 
 
 def _signature(conn: Connection) -> str | None:
@@ -66,7 +55,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 class TenantMatrix:
     """One key's vectors: rows of a growing float32 matrix, unit length, by memory seq."""
 
-    def __init__(self, owner: str, signature: str | None, dim: int, head: int) -> None:
+    def __init__(self, owner: str, signature: str | None, dim: int, head: object) -> None:
         self.owner, self.signature, self.head = owner, signature, head
         self.lock = threading.Lock()
         self._seqs = np.zeros(0, dtype=np.int64)
@@ -152,21 +141,21 @@ class VectorCache(KeyCopies[Held]):
         self.folder = folder
 
     def search(
-        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+        self, index: VectorIndex, conn: Connection, owner: str, vector: np.ndarray, k: int
     ) -> list[tuple[int, float]] | None:
         """The owner's k nearest as (seq, cosine), or None: not a large key, or not built
-        yet (the caller asks sqlite-vec). A small key costs no query here."""
+        yet (the index answers itself). A small key costs no query here."""
         held = self._held.get(owner)
         if held is None or held.signature != _signature(conn):
-            self._consider(owner, len(vector))
+            self._consider(owner, index, len(vector))
             return None
         with held.lock:
-            if not self._catch_up(conn, held):
+            if not self._catch_up(index, conn, held):
                 self._forget(owner)
-                self._consider(owner, len(vector))
+                self._consider(owner, index, len(vector))
                 return None
             if self._wants_graph(len(held), held) != isinstance(held, TenantGraph):
-                self._consider(owner, len(vector), again=True)  # this one answers meanwhile
+                self._consider(owner, index, len(vector), again=True)  # this one answers meanwhile
             return held.nearest(vector, k)
 
     def _wants_graph(self, count: int, held: Held | None) -> bool:
@@ -177,13 +166,13 @@ class VectorCache(KeyCopies[Held]):
         keep = GRAPH_KEPT if isinstance(held, TenantGraph) else 1
         return count >= self.graph_min_vectors * keep
 
-    def _catch_up(self, conn: Connection, held: Held) -> bool:
+    def _catch_up(self, index: VectorIndex, conn: Connection, held: Held) -> bool:
         """Apply the changes logged since the structure was read; False when some are gone."""
-        changed = LOG.since(conn, held.head)
+        changed = index.changes.since(conn, held.head)
         if changed is None:
             return False  # pruned past the structure: read it again
         seqs, head = changed
-        found = {seq: (owner, blob) for seq, owner, blob in _vectors(conn, seqs)}
+        found = {seq: (owner, blob) for seq, owner, blob in index.rows(conn, seqs)}
         for seq in seqs:
             owner, blob = found.get(seq, (None, None))
             if owner == held.owner:
@@ -193,7 +182,7 @@ class VectorCache(KeyCopies[Held]):
         held.head = head
         return True
 
-    def _read_key(self, owner: str, dim: int) -> Held | None:
+    def _read_key(self, owner: str, index: VectorIndex, dim: int) -> Held | None:
         """The key's vectors in the shape its size asks for, caught up; None for a key too
         small or too large for the RAM left. A saved graph is loaded and caught up; a new one
         is saved. Vectors are read in parts, each in a transaction of its own, after the log's
@@ -204,13 +193,8 @@ class VectorCache(KeyCopies[Held]):
             ).scalar_one()  # the memories' index counts fast; vec0 would scan
             if size < self.min_vectors:
                 return None
-            head, signature = LOG.position(conn), _signature(conn)
-            seqs = [
-                seq
-                for (seq,) in conn.exec_driver_sql(
-                    f"SELECT rowid FROM {VECTORS} WHERE owner = ?", (owner,)
-                )
-            ]
+            head, signature = index.changes.position(conn), _signature(conn)
+            seqs = index.owned(conn, owner)
         if len(seqs) < self.min_vectors:
             return None
         graph = self._wants_graph(len(seqs), self._held.get(owner))
@@ -221,18 +205,18 @@ class VectorCache(KeyCopies[Held]):
             loaded = TenantGraph.load(self.folder, owner, signature)
             if loaded is not None:
                 with self._read() as conn, loaded.lock:
-                    if self._catch_up(conn, loaded):
+                    if self._catch_up(index, conn, loaded):
                         return loaded
         held = shape(owner, signature, dim, head)
         for start in range(0, len(seqs), READ_PART):
             with self._read() as conn:
-                rows = _vectors(conn, seqs[start : start + READ_PART])
+                rows = index.rows(conn, seqs[start : start + READ_PART])
             part = [(seq, blob) for seq, found_owner, blob in rows if found_owner == owner]
             if part:
                 vectors = np.frombuffer(b"".join(blob for _, blob in part), dtype="<f4")
                 held.put_many(np.array([seq for seq, _ in part]), vectors.reshape(-1, dim))
         with self._read() as conn, held.lock:
-            self._catch_up(conn, held)
+            self._catch_up(index, conn, held)
         if graph and self.folder is not None:
             with held.lock:
                 held.save(self.folder)
@@ -248,16 +232,3 @@ class VectorCache(KeyCopies[Held]):
                 with held.lock:
                     if held.head != held.saved_head:
                         held.save(self.folder)
-
-
-def _vectors(conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
-    """(seq, owner, float32 bytes) of the vectors held for these seqs."""
-    found = []
-    for start in range(0, len(seqs), 500):
-        part = seqs[start : start + 500]
-        marks = ", ".join("?" * len(part))
-        found += conn.exec_driver_sql(
-            f"SELECT rowid, owner, embedding FROM {VECTORS} WHERE rowid IN ({marks})",
-            tuple(part),
-        ).all()
-    return found

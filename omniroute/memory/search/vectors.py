@@ -4,8 +4,9 @@ Every index keys its rows by memories.seq and searches inside one tenant (the re
 took a global top-k and filtered afterwards, starving every tenant but the largest).
 memory_vec_meta records the embedding signature the vectors were made with; a new signature
 rebuilds the index and marks every memory for re-embedding. On SQLite the owner is the vec0
-partition key, and a large key's searches can be served from RAM (vector_cache.py), for
-which every vector write is logged; PostgreSQL's pgvector index is in pgvector.py.
+partition key; PostgreSQL's pgvector index is in pgvector.py. On both, a large key's
+searches can be served from RAM (vector_cache.py), for which every vector write is logged in
+`vector_changes` (here by the index, on PostgreSQL by a trigger).
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from sqlalchemy import Connection, select, update
 
 from omniroute.core.clock import now_iso
 from omniroute.core.db.tables import memories, memory_vec_meta
-from omniroute.memory.search.vector_cache import VECTORS as TABLE
-from omniroute.memory.search.vector_cache import VectorCache, record_changes
+from omniroute.memory.search.change_log import ChangeLog, SqliteChangeLog
+from omniroute.memory.search.vector_cache import VectorCache
 
 QUANTIZATIONS = ("none", "int8")
+TABLE = "vec_memories"
+CHANGES = "vector_changes"
+KEPT_CHANGES = 100_000  # SQLite's log keeps this many of the newest changes
+PART = 500  # seqs bound in one statement
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,22 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
+def record_changes(conn: Connection, seqs: list[int]) -> None:
+    """Log that these memories' vectors changed (written or deleted), and prune the log."""
+    if not seqs:
+        return
+    conn.exec_driver_sql(f"INSERT INTO {CHANGES} (memory_seq) VALUES (?)", [(seq,) for seq in seqs])
+    conn.exec_driver_sql(
+        f"DELETE FROM {CHANGES} WHERE id <= (SELECT max(id) FROM {CHANGES}) - {KEPT_CHANGES}"
+    )
+
+
 class VectorIndex(ABC):
     """What every vector index does; the record of its signature is shared."""
 
     quantization = "none"
-    cache: VectorCache | None = None  # large keys' vectors in RAM (SQLite's index only)
+    cache: VectorCache | None = None  # large keys' vectors in RAM (float32 indexes only)
+    changes: ChangeLog  # where every vector write is logged, for the cache
 
     def meta(self, conn: Connection) -> VectorMeta:
         row = conn.execute(select(memory_vec_meta)).mappings().one()
@@ -90,16 +106,30 @@ class VectorIndex(ABC):
         """The full-precision vectors held for these seqs (none when quantised)."""
         if not seqs or self.quantization != "none" or not self.exists(conn):
             return {}
-        return {seq: np.frombuffer(blob, dtype="<f4") for seq, blob in self._blobs(conn, seqs)}
+        return {seq: np.frombuffer(blob, dtype="<f4") for seq, _, blob in self.rows(conn, seqs)}
+
+    def rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
+        """(seq, owner, little-endian float32 bytes) of the vectors held for these seqs."""
+        found = []
+        for start in range(0, len(seqs), PART):
+            found += self._rows(conn, seqs[start : start + PART])
+        return found
 
     @abstractmethod
-    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
-        """(seq, little-endian float32 bytes) of the vectors held for these seqs."""
+    def _rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
+        """`rows` for at most PART seqs."""
+        ...
+
+    @abstractmethod
+    def owned(self, conn: Connection, owner: str) -> list[int]:
+        """The seqs of the owner's vectors."""
         ...
 
 
 class SqliteVecIndex(VectorIndex):
     """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
+
+    changes = SqliteChangeLog(CHANGES)
 
     def __init__(self, quantization: str = "none", cache: VectorCache | None = None) -> None:
         """`cache` holds large keys' vectors in RAM for their searches (float32 only)."""
@@ -147,7 +177,7 @@ class SqliteVecIndex(VectorIndex):
         if not self.exists(conn):
             return []
         if self.cache is not None:
-            held = self.cache.search(conn, owner, vector, k)
+            held = self.cache.search(self, conn, owner, vector, k)
             if held is not None:
                 return held
         rows = conn.exec_driver_sql(
@@ -162,8 +192,13 @@ class SqliteVecIndex(VectorIndex):
             return 0
         return conn.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").scalar_one()
 
-    def _blobs(self, conn: Connection, seqs: list[int]) -> list[tuple[int, bytes]]:
+    def _rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]:
         marks = ", ".join("?" * len(seqs))
         return conn.exec_driver_sql(
-            f"SELECT rowid, embedding FROM {TABLE} WHERE rowid IN ({marks})", tuple(seqs)
+            f"SELECT rowid, owner, embedding FROM {TABLE} WHERE rowid IN ({marks})", tuple(seqs)
         ).all()
+
+    def owned(self, conn: Connection, owner: str) -> list[int]:
+        return list(
+            conn.exec_driver_sql(f"SELECT rowid FROM {TABLE} WHERE owner = ?", (owner,)).scalars()
+        )

@@ -1,22 +1,19 @@
-"""Memory vectors in PostgreSQL's pgvector: one table, an HNSW index, search inside a tenant.
+"""Memory vectors in PostgreSQL's pgvector: one table, exact search inside a tenant, and the
+RAM copies of large keys (vector_cache.py) for everything past a few thousand vectors.
 
-pgvector filters an HNSW search after the index walk: with `WHERE owner = ...` it returns
-those of its ef_search nearest that belong to the owner, which for a small tenant beside a
-large one is often none at all. So a tenant's size decides: up to EXACT_LIMIT vectors the
-search is an exact scan of that tenant's rows (its owner index, a sort; exact, and a few ms
-at this size), and a larger tenant walks the HNSW index with ef_search at least k, falling
-back to the exact scan whenever the walk found fewer than k of its own. Every tenant gets
-its own top k, whatever its neighbours hold. A process with a RAM cache (vector_cache.py)
-answers a large key's searches from it once built; a trigger logs every vector write in
-`vector_changes` for it (migrations/postgresql/0018).
+A search is an exact scan of the tenant's rows through its owner index: every tenant gets
+its own top k, however small beside however large. A process with a cache answers a large
+key's searches from its matrix or HNSW graph once built (the scan answers meanwhile); a
+statement trigger logs every vector write in `vector_changes` for it (migrations/postgresql/
+0018). pgvector's own HNSW index is not made: it made writes 18 times slower (20k vectors in
+84 s against 4.5 s) and pgserver's pgvector 0.6.2 filters its walk after the fact (no
+iterative scans before 0.8), so a tenant beside a larger one got fewer than k
+(docs/benchmarks.md, "Vectors on PostgreSQL").
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
-from cachetools import TTLCache
 from sqlalchemy import Connection, text
 
 from omniroute.memory.search.change_log import PostgresChangeLog
@@ -24,11 +21,6 @@ from omniroute.memory.search.vector_cache import VectorCache
 from omniroute.memory.search.vectors import VectorIndex
 
 TABLE = "memory_vectors"
-EXACT_LIMIT = 20_000
-# The HNSW walk's breadth: at least k, and pgvector's own limit at most.
-MIN_EF_SEARCH, MAX_EF_SEARCH = 40, 1000
-# A tenant's size class is looked up at most this often per process.
-SIZE_CACHE_SECONDS = 60.0
 
 
 def _literal(vector: np.ndarray) -> str:
@@ -44,8 +36,6 @@ class PgVectorIndex(VectorIndex):
     def __init__(self, cache: VectorCache | None = None) -> None:
         """`cache` holds large keys' vectors in RAM for their searches."""
         self.cache = cache
-        self._large: TTLCache[str, bool] = TTLCache(10_000, SIZE_CACHE_SECONDS)
-        self._lock = threading.Lock()
 
     def exists(self, conn: Connection) -> bool:
         return conn.execute(text(f"SELECT to_regclass('{TABLE}') IS NOT NULL")).scalar_one()
@@ -62,13 +52,8 @@ class PgVectorIndex(VectorIndex):
             )
         )
         conn.execute(text(f"CREATE INDEX {TABLE}_owner ON {TABLE} (owner)"))
-        conn.execute(
-            text(f"CREATE INDEX {TABLE}_ann ON {TABLE} USING hnsw (embedding vector_cosine_ops)")
-        )
         conn.execute(text("SELECT vector_changes_watch()"))
         self.record_reset(conn, signature, dim)
-        with self._lock:
-            self._large.clear()
         return True
 
     def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
@@ -100,45 +85,14 @@ class PgVectorIndex(VectorIndex):
             held = self.cache.search(self, conn, owner, vector, k)
             if held is not None:
                 return held
-        bound = {"owner": owner, "query": _literal(vector), "k": k}
-        if self._is_large(conn, owner):
-            ef_search = max(MIN_EF_SEARCH, min(MAX_EF_SEARCH, k))
-            conn.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
-            rows = conn.execute(
-                text(
-                    f"SELECT seq, embedding <=> CAST(:query AS vector) AS distance FROM {TABLE}"
-                    " WHERE owner = :owner ORDER BY distance LIMIT :k"
-                ),
-                bound,
-            ).all()
-            if len(rows) == k:
-                return [(seq, 1.0 - distance) for seq, distance in rows]
-        # OFFSET 0 keeps the inner query apart, so the planner cannot order it by the index.
         rows = conn.execute(
             text(
-                "SELECT seq, distance FROM ("
-                f" SELECT seq, embedding <=> CAST(:query AS vector) AS distance FROM {TABLE}"
-                " WHERE owner = :owner OFFSET 0) AS tenant ORDER BY distance LIMIT :k"
+                f"SELECT seq, embedding <=> CAST(:query AS vector) AS distance FROM {TABLE}"
+                " WHERE owner = :owner ORDER BY distance LIMIT :k"
             ),
-            bound,
+            {"owner": owner, "query": _literal(vector), "k": k},
         ).all()
         return [(seq, 1.0 - distance) for seq, distance in rows]
-
-    def _is_large(self, conn: Connection, owner: str) -> bool:
-        with self._lock:
-            large = self._large.get(owner)
-        if large is None:
-            held = conn.execute(
-                text(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE owner = :owner"
-                    " LIMIT :limit) AS held"
-                ),
-                {"owner": owner, "limit": EXACT_LIMIT + 1},
-            ).scalar_one()
-            large = held > EXACT_LIMIT
-            with self._lock:
-                self._large[owner] = large
-        return large
 
     def count(self, conn: Connection) -> int:
         if not self.exists(conn):

@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/retrieval_latency.py --store sqlite
 	$(BIN)/python bench/retrieval_latency.py --store postgresql --sizes 10000 100000
+	$(BIN)/python bench/pgvector_writes.py
 	$(BIN)/python bench/qdrant_tier.py
 	$(BIN)/python bench/sweep.py --store sqlite
 	$(BIN)/python bench/sweep.py --store postgresql --memories 30000
@@ -50,6 +51,7 @@ bench: install
 	$(BIN)/python bench/ann_candidates.py --sizes 20000 50000 100000 1000000 --m 32 --ef-construction 256 --ef 256 512 1024
 	$(BIN)/python bench/keyword_candidates.py --sizes 10000 100000 1000000
 	$(BIN)/python bench/ingestion.py --memories 1000000
+	$(BIN)/python bench/ingestion.py --memories 1000000 --store postgresql
 
 # schemathesis, every check, over /api and /v1 of a served app (scripts/fuzz.py says how).
 fuzz: install

@@ -4,7 +4,8 @@ the one documented command, `flask --app app memory import FILE --api-key-id KEY
 The file holds LoCoMo development turns recombined in pairs, one JSON object a line; the data
 dir is new, memory is on with the static source. Printed: the command's wall time, memories a
 second, its peak RSS, and what a search finds afterwards (keyword and vector counts).
-Run with `python bench/ingestion.py --memories 100000` (issue 29's target: 1M in 15 minutes).
+Run with `python bench/ingestion.py --memories 100000 [--store postgresql]` (issue 29's
+target: 1M in 15 minutes on each store).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.retrieval_quality import DEVELOPMENT, LOCOMO, embedder_for, turns_of  # noqa: E402
+from bench.stores import STORES, database_url  # noqa: E402
 from omniroute.memory.embedding.static_model import default_static_path  # noqa: E402
 
 
@@ -39,7 +41,9 @@ def write_file(path: Path, count: int, seed: int = 3) -> None:
 
 
 def prepare(env: dict[str, str]) -> str:
-    """Memory on with the static source, and a key; returns the key's id."""
+    """The database migrated, memory on with the static source, and a key; the key's id."""
+    release = [sys.executable, "-m", "flask", "--app", "app", "db", "upgrade"]
+    subprocess.run(release, env=env, cwd=ROOT, capture_output=True, check=True)
     script = (
         "from omniroute.factory import create_app\n"
         "svc = create_app().extensions['omniroute']\n"
@@ -70,10 +74,11 @@ def peak_rss(process: subprocess.Popen) -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--store", choices=STORES, default="sqlite")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     embedder_for("static", args.cache)  # the static model, built once
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, database_url(args.store, folder) as url:
         source = Path(folder) / "memories.jsonl"
         write_file(source, args.memories)
         env = {
@@ -82,6 +87,7 @@ def main() -> None:
             "MEMORY_STATIC_MODEL": str(default_static_path(args.cache)),
             "OMNIROUTE_ADMIN_TOKEN": "bench-admin-token",
             "LOG_FORMAT": "plain",
+            "DATABASE_URL": url,
         }
         env.pop("REDIS_URL", None)
         key = prepare(env)
@@ -96,7 +102,7 @@ def main() -> None:
         seconds = time.monotonic() - started
         last = [line for line in log.read_text().splitlines() if line.strip()][-3:]
         print(
-            f"{args.memories:,} memories imported and embedded in {seconds:.0f} s"
+            f"{args.store}: {args.memories:,} memories imported and embedded in {seconds:.0f} s"
             f" ({args.memories / seconds:,.0f} a second), exit {code}, peak RSS {peak:.0f} MB"
         )
         print("  " + "\n  ".join(last))

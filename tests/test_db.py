@@ -1,5 +1,8 @@
+import sys
+
 import pytest
 import sqlite_vec
+from sqlalchemy.exc import OperationalError
 
 from omniroute.core.db import Database, is_busy
 from omniroute.core.db.sqlite_engine import BUSY_TIMEOUT_MS
@@ -134,6 +137,30 @@ def test_a_postgresql_row_lock_held_too_long_reads_as_busy(pg_database):
     assert is_busy(waited.value)
     database.dispose()
     impatient.dispose()
+
+
+@pytest.mark.parametrize("idle", [True, False], ids=["idle", "busy"])
+def test_a_pooled_postgresql_connection_the_server_closed_is_replaced(pg_database, monkeypatch,
+                                                                      idle):  # fmt: skip
+    """A connection idle PING_IDLE_SECONDS is pinged before use and replaced if dead; one in
+    steady use is not pinged, so a server that dropped it fails one transaction at most."""
+    engines = sys.modules["omniroute.core.db.postgres_engine"]  # the package shadows its name
+    monkeypatch.setattr(engines, "PING_IDLE_SECONDS", 0 if idle else 3600)
+    database = Database(pg_database.url, pool_size=1)
+    try:
+        with database.read() as conn:
+            backend = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
+        killer = Database(pg_database.url)
+        with killer.read() as conn:
+            conn.exec_driver_sql("SELECT pg_terminate_backend(%(pid)s)", {"pid": backend})
+        killer.dispose()
+        if not idle:
+            with pytest.raises(OperationalError), database.read() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        with database.read() as conn:
+            assert conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() != backend
+    finally:
+        database.dispose()
 
 
 def test_a_write_clears_the_stores_cache_again_after_its_commit(store):

@@ -8,13 +8,19 @@ falls back to keyword search with the reason reported, as it does when sqlite-ve
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine, event, text
+import time
+
+from sqlalchemy import create_engine, event, exc, text
 from sqlalchemy.engine import URL, Engine
 
 from omniroute.core.db.vector_support import VectorSupport
 
 DRIVER = "postgresql+psycopg"
-# A pooled connection the server closed (a restart, an idle timeout) is replaced before use.
+# A pooled connection the server closed (a restart, an idle timeout) is replaced before use:
+# one idle this long is pinged first, one older is made anew. A ping is a round trip (0.4 ms
+# here, bench/retrieval_latency.py): before every checkout it cost a retrieval, which opens
+# two or three transactions, about a millisecond.
+PING_IDLE_SECONDS = 2.0
 POOL_RECYCLE_SECONDS = 300
 
 
@@ -28,7 +34,6 @@ def postgres_engine(url: URL, write_wait_seconds: float, pool_size: int) -> Engi
         url.set(drivername=DRIVER),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         pool_recycle=POOL_RECYCLE_SECONDS,
         connect_args={"application_name": "omniroute"},
     )
@@ -41,7 +46,27 @@ def postgres_engine(url: URL, write_wait_seconds: float, pool_size: int) -> Engi
         dbapi_connection.commit()
 
     event.listen(engine, "connect", on_connect)
+    event.listen(engine, "checkin", _note_idle)
+    event.listen(engine, "checkout", _ping_if_idle)
     return engine
+
+
+def _note_idle(_dbapi_connection, record) -> None:
+    record.info["idle_since"] = time.monotonic()
+
+
+def _ping_if_idle(dbapi_connection, record, _proxy) -> None:
+    """Ping a connection that sat idle PING_IDLE_SECONDS; a dead one is replaced (the pool
+    retries the checkout with a new connection on DisconnectionError)."""
+    idle_since = record.info.get("idle_since")
+    if idle_since is None or time.monotonic() - idle_since < PING_IDLE_SECONDS:
+        return
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        dbapi_connection.rollback()
+    except Exception as error:  # any failure: the server or the socket is gone
+        raise exc.DisconnectionError(str(error)) from error
 
 
 def detect_pgvector(engine: Engine) -> VectorSupport:

@@ -77,12 +77,17 @@ class PgVectorIndex(VectorIndex):
             conn.execute(text(f"DELETE FROM {TABLE} WHERE seq = ANY(:seqs)"), {"seqs": seqs})
 
     def search(
-        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+        self,
+        conn: Connection,
+        owner: str,
+        vector: np.ndarray,
+        k: int,
+        signature: str | None = None,
     ) -> list[tuple[int, float]]:
-        if not self.exists(conn):
+        if signature is None and not self.exists(conn):
             return []
         if self.cache is not None:
-            held = self.cache.search(self, conn, owner, vector, k)
+            held = self.cache.search(self, conn, owner, vector, k, signature)
             if held is not None:
                 return held
         rows = conn.execute(

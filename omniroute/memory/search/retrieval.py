@@ -22,16 +22,18 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cache
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-from sqlalchemy.sql.util import ClauseAdapter
+from sqlalchemy import BigInteger, Text, any_, bindparam, select
+from sqlalchemy.dialects import postgresql
 
 from omniroute.core.clock import to_iso
 from omniroute.core.db.tables import memories
+from omniroute.memory.conditions import search_conditions
 from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.sources import EmbeddingSources
-from omniroute.memory.model import Memory, MemoryFilter
+from omniroute.memory.model import MEMORY_COLUMNS, Memory, MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.search.fts import POOL_FACTOR, keyword_search
 from omniroute.memory.search.fusion import Ranked, RetrievalOptions, fuse
@@ -241,7 +243,7 @@ class Retriever:
                 found: list[tuple[Memory, float]] = []
                 for start in range(0, len(hits), CANDIDATES):  # the best first: most need one
                     part = hits[start : start + CANDIDATES]
-                    found += self._rows(conn, memories.c.seq, "seq", part, live)
+                    found += self._rows(conn, "seq", part, live)
                     if len(found) >= CANDIDATES:
                         return found[:CANDIDATES]
                 if len(hits) < pool:  # the index had no more: nothing else matches
@@ -257,7 +259,8 @@ class Retriever:
             )
 
     def _embedder(self, settings: MemoryConfig, ranking: Ranking):
-        """The embedder whose vectors the index holds, or None (with the reason)."""
+        """The embedder of the settings, or None (with the reason); whether the index holds
+        its vectors is asked by the vector search, in its own transaction."""
         if not self.store.db.vectors.available:
             ranking.fall_back(_unavailable(self.store.db.vectors))
             return None
@@ -270,12 +273,6 @@ class Retriever:
             ranking.fall_back(f"no embedding source: {resolution.reason}")
             return None
         ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
-        with self.store.db.read() as conn:
-            indexed = self.index.meta(conn).signature
-        if indexed != signature(embedder, self.index.quantization):
-            ranking.fall_back("the vector index is being rebuilt for the current model")
-            self.store.notify_write()
-            return None
         return embedder
 
     def _vector(
@@ -293,11 +290,15 @@ class Retriever:
             ranking.fall_back(f"embedding failed ({exc.kind}): {exc}")
             return None
         ranking.vector_store = self.vector_store
-        with self.store.db.read() as conn:
-            hits = self.index.search(
-                conn, live.api_key_id or "", query_vector, config.options.top_k
-            )
-            return self._rows(conn, memories.c.seq, "seq", hits, live, SIMILARITY_FLOOR)
+        with self.store.db.read() as conn:  # one transaction: each is a round trip or three
+            indexed = self.index.meta(conn).signature
+            if indexed != signature(embedder, self.index.quantization):
+                ranking.fall_back("the vector index is being rebuilt for the current model")
+                self.store.notify_write()
+                return None
+            owner = live.api_key_id or ""
+            hits = self.index.search(conn, owner, query_vector, config.options.top_k, indexed)
+            return self._rows(conn, "seq", hits, live, SIMILARITY_FLOOR)
 
     def _from_qdrant(
         self,
@@ -316,22 +317,43 @@ class Retriever:
         ranking.vector_store = "qdrant"
         ranking.embedding_source, ranking.embedding_model = embedder.source, embedder.model
         with self.store.db.read() as conn:
-            return self._rows(conn, memories.c.id, "id", hits, live, SIMILARITY_FLOOR)
+            return self._rows(conn, "id", hits, live, SIMILARITY_FLOOR)
 
-    def _rows(self, conn, column, name: str, hits, live: MemoryFilter, floor: float = 0.0):
+    def _rows(self, conn, name: str, hits, live: MemoryFilter, floor: float = 0.0):
         """The live memories of `hits` ((column value, score)) at or above `floor`, best first
         (the SQL conditions hold again: a copy in RAM or Qdrant may lag its memory)."""
         similar = {value: sim for value, sim in hits if sim >= floor}
         if not similar:
             return []
-        # The hits first, by their key, then the conditions on those few: given both at once,
-        # SQLite's planner walked the owner's index instead (docs/benchmarks.md has the cost).
-        hit = select(memories).where(column.in_(similar)).cte("hit").prefix_with("MATERIALIZED")
-        on_hits = ClauseAdapter(hit)
-        conditions = [on_hits.traverse(c) for c in self.store.live_conditions(live)]
-        rows = conn.execute(select(hit).where(*conditions)).mappings()
-        found = [(Memory.from_row(row), similar[row[name]]) for row in rows]
+        statement = _hits_statement(
+            conn.dialect.name, name, live.session_id is not None, live.created_after is not None
+        )
+        bound = {"hits": list(similar), "owner": live.api_key_id or "", "now": self.store.now(),
+                 "session": live.session_id, "after": live.created_after}  # fmt: skip
+        rows = conn.execute(statement, bound)
+        found = [(Memory.from_values(row[1:]), similar[row[0]]) for row in rows]
         return sorted(found, key=lambda pair: pair[1], reverse=True)
+
+
+@cache
+def _hits_statement(dialect: str, name: str, by_session: bool, by_age: bool):
+    """The live memories among the hits (values of column `name`, bound as `hits`), under the
+    search's conditions. The hits come first, by their key, then the conditions on those few:
+    given both at once, SQLite's planner walked the owner's index instead (docs/benchmarks.md
+    has the cost). Made once per shape: made anew for each search (a ClauseAdapter over the
+    conditions) it took 1.5 ms of a PostgreSQL search. Only a Memory's columns are read (not
+    the stems, as long as the text). PostgreSQL gets the hits as one array,
+    so the statement's text is the same for any number of hits and psycopg prepares it."""
+    column = memories.c[name]
+    if dialect == "postgresql":
+        element = BigInteger() if name == "seq" else Text()
+        among = column == any_(bindparam("hits", type_=postgresql.ARRAY(element)))
+    else:
+        among = column.in_(bindparam("hits", expanding=True))
+    columns = [memories.c.seq, *(memories.c[name] for name in MEMORY_COLUMNS)]
+    hit = select(*columns).where(among).cte("hit").prefix_with("MATERIALIZED")
+    wanted = [hit.c[name], *(hit.c[name] for name in MEMORY_COLUMNS)]  # the hit's key first
+    return select(*wanted).where(search_conditions(hit, by_session, by_age))
 
 
 def _unavailable(vectors) -> str:

@@ -141,12 +141,19 @@ class VectorCache(KeyCopies[Held]):
         self.folder = folder
 
     def search(
-        self, index: VectorIndex, conn: Connection, owner: str, vector: np.ndarray, k: int
+        self,
+        index: VectorIndex,
+        conn: Connection,
+        owner: str,
+        vector: np.ndarray,
+        k: int,
+        signature: str | None = None,
     ) -> list[tuple[int, float]] | None:
         """The owner's k nearest as (seq, cosine), or None: not a large key, or not built
-        yet (the index answers itself). A small key costs no query here."""
+        yet (the index answers itself). A small key costs no query here; `signature` is the
+        index's as the caller read it (None: read here)."""
         held = self._held.get(owner)
-        if held is None or held.signature != _signature(conn):
+        if held is None or held.signature != (signature or _signature(conn)):
             self._consider(owner, index, len(vector))
             return None
         with held.lock:

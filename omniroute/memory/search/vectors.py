@@ -94,9 +94,18 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def search(
-        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+        self,
+        conn: Connection,
+        owner: str,
+        vector: np.ndarray,
+        k: int,
+        signature: str | None = None,
     ) -> list[tuple[int, float]]:
-        """The owner's k nearest vectors as (seq, cosine similarity), best first."""
+        """The owner's k nearest vectors as (seq, cosine similarity), best first.
+
+        `signature` is the index's, as the caller read it (`meta`) in this transaction: the
+        index exists then, and neither is asked again (each is a round trip on PostgreSQL).
+        """
         ...
 
     @abstractmethod
@@ -172,12 +181,17 @@ class SqliteVecIndex(VectorIndex):
             record_changes(conn, seqs)
 
     def search(
-        self, conn: Connection, owner: str, vector: np.ndarray, k: int
+        self,
+        conn: Connection,
+        owner: str,
+        vector: np.ndarray,
+        k: int,
+        signature: str | None = None,
     ) -> list[tuple[int, float]]:
-        if not self.exists(conn):
+        if signature is None and not self.exists(conn):
             return []
         if self.cache is not None:
-            held = self.cache.search(self, conn, owner, vector, k)
+            held = self.cache.search(self, conn, owner, vector, k, signature)
             if held is not None:
                 return held
         rows = conn.exec_driver_sql(

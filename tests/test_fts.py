@@ -79,3 +79,49 @@ def test_matches_the_filters_drop_from_the_pool_are_made_up_for(store, monkeypat
         store.create(api_key_id="alice", key=f"gone{n}", content="tea tea tea tea",
                      expires_at="2000-01-01T00:00:00.000Z")  # fmt: skip
     assert search(store, "tea", limit=2) == ["kept"]
+
+
+SMALL = ["I drink green tea every morning", "Tea with lemon is my favourite drink",
+         "My sister plays the violin", "We drank tea in Lisbon last summer",
+         "The violin lessons start at nine", "Green is my favourite colour"]  # fmt: skip
+QUERIES = ["green tea", "violin", "favourite drink tea", "Lisbon summer violin"]
+
+
+def ranked(store, owner, query):
+    with store.db.read() as conn:
+        found = keyword_search(conn, api_key_id=owner, query=query, now_iso=store.now())
+    return [(memory.content, score) for memory, score in found]
+
+
+@pytest.mark.sqlite_only
+def test_a_small_key_is_ranked_as_fts5_would_rank_it_alone(store, monkeypatch):
+    """Ranked here, from its own matches: the scores of FTS5's bm25 over a table that holds
+    this key alone, whatever other keys hold."""
+    for n, text in enumerate(SMALL):
+        store.create(api_key_id="small", key=f"s{n}", content=text)
+    monkeypatch.setattr(fts, "SMALL_KEY", 0)  # every key large: FTS5 ranks
+    alone = {query: ranked(store, "small", query) for query in QUERIES}
+    monkeypatch.undo()
+    fts._large.clear()  # what SMALL_KEY 0 made of the key
+    for n in range(40):  # another key, full of the same words
+        store.create(api_key_id="big", key=f"b{n}", content=f"tea violin green drink {n}")
+    for query in QUERIES:
+        here = ranked(store, "small", query)
+        assert [text for text, _ in here] == [text for text, _ in alone[query]], query
+        assert [score for _, score in here] == pytest.approx([s for _, s in alone[query]])
+    monkeypatch.setattr(fts, "SMALL_KEY", 0)
+    beside = ranked(store, "small", "green tea")
+    assert [s for _, s in beside] != pytest.approx([s for _, s in alone["green tea"]]), (
+        "FTS5 counts the other key's matches"
+    )
+
+
+@pytest.mark.sqlite_only
+def test_a_key_past_the_small_size_is_ranked_by_fts5(store, monkeypatch):
+    monkeypatch.setattr(fts, "SMALL_KEY", 3)
+    for n, text in enumerate(SMALL):
+        store.create(api_key_id="small", key=f"s{n}", content=text)
+    ranked_here = []
+    monkeypatch.setattr(fts, "_ranked_here", lambda *args: ranked_here.append(args) or [])
+    assert len(ranked(store, "small", "violin")) == 2
+    assert ranked_here == [], "six memories: FTS5 ranks them"

@@ -8,8 +8,11 @@ the same filters and give higher scores to better matches.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from functools import cache
 
+from cachetools import TTLCache
 from sqlalchemy import Connection
 from sqlalchemy.dialects import sqlite
 
@@ -24,6 +27,13 @@ __all__ = ["MAX_TOKENS", "keyword_search", "match_expression"]
 
 # How many of FTS5's best matches are joined to their rows, per result wanted.
 POOL_FACTOR = 4
+# A key of at most this many memories is ranked here, from its own matches: FTS5's bm25()
+# counts each stem's matches in the whole table first, every key's, so a small key beside a
+# large one paid for the large one's matches (docs/benchmarks.md, "Keyword search").
+SMALL_KEY = 1_000
+SIZE_SECONDS = 60.0  # a key's size class is looked up at most this often
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's own
+_large: TTLCache[tuple[str, str], bool] = TTLCache(100_000, SIZE_SECONDS)  # (database, key)
 
 
 def owner_token(api_key_id: str) -> str:
@@ -70,11 +80,64 @@ def keyword_search(
     expression = f'fts_owner : "{owner_token(api_key_id)}" AND search_stems : ({words})'
     values = {**filters, "expression": expression, "pool": POOL_FACTOR * limit}
     by_session, by_age = session_id is not None, created_after is not None
+    size = _small_size(connection, api_key_id)
+    if size is not None:
+        return _ranked_here(connection, values, stems, size, by_session, by_age)
     rows = connection.exec_driver_sql(_fts5_sql(by_session, by_age, True), values).all()
     if len(rows) < limit and _pooled(connection, rows, values) == values["pool"]:
         # The filters left too few of the best `pool`: rank every match instead.
         rows = connection.exec_driver_sql(_fts5_sql(by_session, by_age, False), values).all()
     return [(Memory.from_values(row), -row[-2]) for row in rows]  # bm25: lower is better
+
+
+def _small_size(connection: Connection, owner: str) -> tuple[int, int] | None:
+    """A small key's memories and their stems in all, or None for a larger key."""
+    known = (connection.engine.url.database or "", owner)
+    if _large.get(known):
+        return None
+    count, length = connection.exec_driver_sql(
+        "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
+        " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
+        " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
+        (owner, SMALL_KEY + 1),
+    ).one()
+    if count > SMALL_KEY:
+        _large[known] = True
+        return None
+    return count, int(length)
+
+
+def _ranked_here(
+    connection: Connection,
+    values: dict,
+    stems: list[str],
+    size: tuple[int, int],
+    by_session: bool,
+    by_age: bool,
+) -> list[tuple[Memory, float]]:
+    """FTS5's bm25 over the key's own matches: the same formula, with the key's own counts
+    (memories, each stem's matches among its live ones, their average length; the owner's
+    token counts one, as in FTS5's) instead of the whole table's."""
+    rows = connection.exec_driver_sql(_matches_sql(by_session, by_age), values).all()
+    count, stems_in_all = size
+    average = (stems_in_all + count) / max(count, 1)
+    words = [Counter(row[-1].split()) for row in rows]
+    found = {stem: sum(1 for held in words if stem in held) for stem in stems}
+    weight = {
+        stem: max(math.log((count - df + 0.5) / (df + 0.5)), 1e-6) for stem, df in found.items()
+    }
+    scored = []
+    for row, held in zip(rows, words, strict=True):
+        length = sum(held.values()) + 1
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
+        score = sum(
+            weight[stem] * held[stem] * (BM25_K1 + 1) / (held[stem] + norm)
+            for stem in stems
+            if stem in held
+        )
+        scored.append((Memory.from_values(row), score))
+    scored.sort(key=lambda pair: pair[1], reverse=True)
+    return scored[: values["limit"]]
 
 
 def _pooled(connection: Connection, rows: list, values: dict) -> int:
@@ -86,6 +149,21 @@ def _pooled(connection: Connection, rows: list, values: dict) -> int:
         " WHERE memory_fts MATCH :expression LIMIT :pool)",
         values,
     ).scalar_one()
+
+
+@cache
+def _matches_sql(by_session: bool, by_age: bool) -> str:
+    """Every live match of a small key, with its stems, unranked (FTS5 counts nothing)."""
+    m = memories.alias("m")
+    where = search_conditions(m, by_session, by_age).compile(
+        dialect=sqlite.dialect(paramstyle="named")
+    )
+    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    return f"""
+        SELECT {columns}, m.search_stems
+        FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
+        WHERE memory_fts MATCH :expression AND {where}
+    """
 
 
 @cache

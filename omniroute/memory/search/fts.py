@@ -19,6 +19,7 @@ from sqlalchemy.dialects import sqlite
 from omniroute.core.db.tables import memories
 from omniroute.memory.conditions import search_conditions
 from omniroute.memory.model import MEMORY_COLUMNS, Memory
+from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.query_words import MAX_TOKENS, topic_words
 from omniroute.memory.search.stemming import query_stems
 from omniroute.memory.search.tsvector import tsvector_search
@@ -29,11 +30,16 @@ __all__ = ["MAX_TOKENS", "keyword_search", "match_expression"]
 POOL_FACTOR = 4
 # A key of at most this many memories is ranked here, from its own matches: FTS5's bm25()
 # counts each stem's matches in the whole table first, every key's, so a small key beside a
-# large one paid for the large one's matches (docs/benchmarks.md, "Keyword search").
-SMALL_KEY = 1_000
-SIZE_SECONDS = 60.0  # a key's size class is looked up at most this often
+# large one paid for the large one's matches. Past it, ranking in Python costs more than
+# FTS5 saves (a 1,000-memory key: 5.8 ms against FTS5's 1.8; docs/benchmarks.md).
+SMALL_KEY = 300
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's own
-_large: TTLCache[tuple[str, str], bool] = TTLCache(100_000, SIZE_SECONDS)  # (database, key)
+# A key's size (memories, stems in all) by (database, key), with the position of the change
+# log it was read at: read again after any write. A key found larger is not looked at again
+# for a minute.
+CHANGES = SqliteChangeLog("memory_changes")
+_sizes: TTLCache[tuple[str, str], tuple[int, int, int]] = TTLCache(100_000, 60.0)
+_large: TTLCache[tuple[str, str], bool] = TTLCache(100_000, 60.0)
 
 
 def owner_token(api_key_id: str) -> str:
@@ -95,16 +101,20 @@ def _small_size(connection: Connection, owner: str) -> tuple[int, int] | None:
     known = (connection.engine.url.database or "", owner)
     if _large.get(known):
         return None
-    count, length = connection.exec_driver_sql(
-        "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
-        " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
-        " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
-        (owner, SMALL_KEY + 1),
-    ).one()
-    if count > SMALL_KEY:
+    position = CHANGES.position(connection)
+    held = _sizes.get(known)
+    if held is None or held[0] != position:
+        count, length = connection.exec_driver_sql(
+            "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
+            " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
+            " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
+            (owner, SMALL_KEY + 1),
+        ).one()
+        held = _sizes[known] = (position, count, int(length))
+    if held[1] > SMALL_KEY:
         _large[known] = True
         return None
-    return count, int(length)
+    return held[1], held[2]
 
 
 def _ranked_here(
@@ -126,18 +136,18 @@ def _ranked_here(
     weight = {
         stem: max(math.log((count - df + 0.5) / (df + 0.5)), 1e-6) for stem, df in found.items()
     }
-    scored = []
-    for row, held in zip(rows, words, strict=True):
-        length = sum(held.values()) + 1
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
-        score = sum(
-            weight[stem] * held[stem] * (BM25_K1 + 1) / (held[stem] + norm)
-            for stem in stems
-            if stem in held
+    scores = []
+    for held in words:
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (sum(held.values()) + 1) / average)
+        scores.append(
+            sum(
+                weight[stem] * held[stem] * (BM25_K1 + 1) / (held[stem] + norm)
+                for stem in stems
+                if stem in held
+            )
         )
-        scored.append((Memory.from_values(row), score))
-    scored.sort(key=lambda pair: pair[1], reverse=True)
-    return scored[: values["limit"]]
+    best = sorted(range(len(rows)), key=scores.__getitem__, reverse=True)[: values["limit"]]
+    return [(Memory.from_values(rows[n]), scores[n]) for n in best]
 
 
 def _pooled(connection: Connection, rows: list, values: dict) -> int:

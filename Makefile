@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/retrieval_latency.py --store sqlite
 	$(BIN)/python bench/retrieval_latency.py --store postgresql --sizes 10000 100000
 	$(BIN)/python bench/pgvector_writes.py
+	$(BIN)/python bench/preview_latency.py
 	$(BIN)/python bench/qdrant_tier.py
 	$(BIN)/python bench/sweep.py --store sqlite
 	$(BIN)/python bench/sweep.py --store postgresql --memories 30000

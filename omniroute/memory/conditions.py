@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, or_
+from sqlalchemy.dialects import postgresql, sqlite
 
 from omniroute.core.db.sql import folded_position
 from omniroute.core.db.tables import memories
-from omniroute.memory.model import MemoryFilter
+from omniroute.memory.model import MEMORY_COLUMNS, MemoryFilter
 
 
 def not_expired(expires_at: Any, now: Any) -> ColumnElement[bool]:
@@ -56,3 +57,16 @@ def search_conditions(rows: Any, by_session: bool, by_age: bool) -> ColumnElemen
     if by_age:
         conditions.append(rows.c.created_at >= bindparam("after"))
     return and_(*conditions)
+
+
+def search_sql_parts(dialect: str, by_session: bool, by_age: bool) -> tuple[str, str]:
+    """For a search written as text over `memories AS m`: a Memory's columns, and the search's
+    conditions compiled for the dialect (named binds on SQLite, pyformat on PostgreSQL)."""
+    m = memories.alias("m")
+    compiler = (
+        postgresql.dialect(paramstyle="pyformat")
+        if dialect == "postgresql"
+        else sqlite.dialect(paramstyle="named")
+    )
+    where = search_conditions(m, by_session, by_age).compile(dialect=compiler)
+    return ", ".join(f"m.{name}" for name in MEMORY_COLUMNS), str(where)

@@ -14,11 +14,9 @@ from functools import cache
 
 from cachetools import TTLCache
 from sqlalchemy import Connection
-from sqlalchemy.dialects import sqlite
 
-from omniroute.core.db.tables import memories
-from omniroute.memory.conditions import search_conditions
-from omniroute.memory.model import MEMORY_COLUMNS, Memory
+from omniroute.memory.conditions import search_sql_parts
+from omniroute.memory.model import Memory
 from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.query_words import MAX_TOKENS, topic_words
 from omniroute.memory.search.stemming import query_stems
@@ -164,11 +162,7 @@ def _pooled(connection: Connection, rows: list, values: dict) -> int:
 @cache
 def _matches_sql(by_session: bool, by_age: bool) -> str:
     """Every live match of a small key, with its stems, unranked (FTS5 counts nothing)."""
-    m = memories.alias("m")
-    where = search_conditions(m, by_session, by_age).compile(
-        dialect=sqlite.dialect(paramstyle="named")
-    )
-    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    columns, where = search_sql_parts("sqlite", by_session, by_age)
     return f"""
         SELECT {columns}, m.search_stems
         FROM memory_fts CROSS JOIN memories AS m ON m.seq = memory_fts.rowid
@@ -189,11 +183,7 @@ def _fts5_sql(by_session: bool, by_age: bool, pooled: bool) -> str:
     CROSS JOIN or MATERIALIZED, so the statement is text; its row conditions are the core's
     own, compiled once here.
     """
-    m = memories.alias("m")
-    where = search_conditions(m, by_session, by_age).compile(
-        dialect=sqlite.dialect(paramstyle="named")
-    )
-    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    columns, where = search_sql_parts("sqlite", by_session, by_age)
     if not pooled:
         return f"""
             SELECT {columns}, bm25(memory_fts, 1.0, 0.0) AS rank, 0

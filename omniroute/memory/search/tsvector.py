@@ -13,11 +13,9 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection
-from sqlalchemy.dialects import postgresql
 
-from omniroute.core.db.tables import memories
-from omniroute.memory.conditions import search_conditions
-from omniroute.memory.model import MEMORY_COLUMNS, Memory
+from omniroute.memory.conditions import search_sql_parts
+from omniroute.memory.model import Memory
 
 
 def tsvector_search(
@@ -45,11 +43,7 @@ def tsvector_search(
 
 @cache
 def _tsvector_sql(by_session: bool, by_age: bool) -> str:
-    m = memories.alias("m")
-    where = search_conditions(m, by_session, by_age).compile(
-        dialect=postgresql.dialect(paramstyle="pyformat")
-    )
-    columns = ", ".join(f"m.{name}" for name in MEMORY_COLUMNS)
+    columns, where = search_sql_parts("postgresql", by_session, by_age)
     return f"""
         SELECT {columns}, ts_rank(m.search_vector, CAST(%(query)s AS tsquery)) AS rank
         FROM memories AS m

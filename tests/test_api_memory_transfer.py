@@ -201,14 +201,20 @@ def test_an_item_the_database_refuses_is_reported_and_the_rest_goes_in(client, a
 
 def test_a_write_that_fails_undoes_only_its_own_item(client, admin, svc, api_key, monkeypatch):
     """The batch is written whole; when one write fails it is written again item by item."""
-    create = svc.memories.create
+    create, create_many = svc.memories.create, svc.memories.create_many
 
     def failing(**fields):
         if fields["key"] == "boom":
             raise OperationalError("INSERT", {}, Exception("disk I/O error"))
         return create(**fields)
 
+    def failing_many(items, connection):
+        if any(item["key"] == "boom" for item in items):
+            raise OperationalError("INSERT", {}, Exception("disk I/O error"))
+        return create_many(items, connection)
+
     monkeypatch.setattr(svc.memories, "create", failing)
+    monkeypatch.setattr(svc.memories, "create_many", failing_many)
     items = [{"key": key, "content": f"about {key}"} for key in ("a", "boom", "c")]
     summary = imported(client, admin, {"apiKeyId": api_key["id"], "memories": items})
     assert (summary["created"], summary["failed"]) == (2, 1)

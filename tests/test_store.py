@@ -386,3 +386,34 @@ def test_many_creates_in_one_transaction_hold_no_lock_per_key(store, database):
             ).scalar()
             assert held == 0
     assert list_page(store, MemoryFilter(api_key_id="alice")).total == 200
+
+
+def test_create_many_writes_as_create_one_after_another_would(store):
+    kept, _ = store.create(api_key_id="alice", key="pref:tea", content="Likes tea",
+                           metadata={"source": "chat"})  # fmt: skip
+    items = [
+        {"api_key_id": "alice", "key": "pref:coffee", "content": "Likes coffee"},
+        {"api_key_id": "alice", "key": "pref:tea", "content": "Likes green tea",
+         "metadata": {"strength": "high"}},  # an existing key: updated, metadata merged
+        {"api_key_id": "alice", "key": "pref:coffee", "content": "Likes black coffee"},
+        {"api_key_id": "bob", "key": "pref:tea", "content": "Bob likes tea"},
+    ]  # fmt: skip
+    with store.db.write() as conn:
+        written = store.create_many(items, conn)
+    assert [created for _, created in written] == [True, False, False, True]
+    assert written[1][0].id == kept.id and written[2][0].id == written[0][0].id
+    tea = store.get(kept.id)
+    assert tea.content == "Likes green tea" and tea.metadata == {"source": "chat",
+                                                                 "strength": "high"}  # fmt: skip
+    assert store.get(written[0][0].id).content == "Likes black coffee"
+    assert [entry[0] for entry in history(store, written[0][0].id)] == ["create", "update"]
+    assert [entry[0] for entry in history(store, written[3][0].id)] == ["create"]
+    assert search(store, "coffee") == ["Likes black coffee"]
+
+
+def test_create_many_checks_every_item_before_it_writes(store):
+    items = [{"api_key_id": "alice", "key": "ok", "content": "fine"},
+             {"api_key_id": "alice", "key": "bad", "content": "half \ud800 a pair"}]  # fmt: skip
+    with pytest.raises(UnstorableText), store.db.write() as conn:
+        store.create_many(items, conn)
+    assert store.find(MemoryFilter(api_key_id="alice")) == []

@@ -135,8 +135,8 @@ def _write_batch(store, batch: list[tuple[dict[str, Any], dict[str, Any]]]) -> N
     every item took two statements of the five an item cost)."""
     try:
         with store.db.write() as conn:
-            for result, loaded in batch:
-                memory, created = store.create(**new_memory(loaded).fields(), connection=conn)
+            written = store.create_many([new_memory(loaded).fields() for _, loaded in batch], conn)
+            for (result, _), (memory, created) in zip(batch, written, strict=True):
                 result.update(status="created" if created else "updated", id=memory.id)
         return
     except (SQLAlchemyError, KeyConflict):

@@ -33,6 +33,14 @@ def record(
     conn.execute(insert(memory_history), _row(action, old, new, now, reason))
 
 
+def record_creates(conn: Connection, created: Sequence[Memory], now: str) -> None:
+    """Record the creation of many memories in one statement."""
+    if created:
+        conn.execute(
+            insert(memory_history), [_row("create", None, new, now, None) for new in created]
+        )
+
+
 def record_deletes(
     conn: Connection, deleted: Sequence[Memory], now: str, reason: str | None = None
 ) -> None:

@@ -155,3 +155,14 @@ def test_a_new_signature_rebuilds_the_index_at_its_dimension(pg):
         assert index.meta(conn).active_dim == 4
         pending = conn.execute(text("SELECT count(*) FROM memories WHERE needs_reindex = 1"))
         assert pending.scalar_one() == 3
+
+
+def test_a_batch_that_names_a_seq_twice_keeps_its_last_vector(pg):
+    index = PgVectorIndex()
+    with pg.write() as conn:
+        index.prepare(conn, "test:model:8", DIM)
+    (seq,) = fill(pg, index, "alice", np.eye(DIM)[0], 1)
+    with pg.write() as conn:
+        index.upsert(conn, [(seq, "alice", np.eye(DIM)[1]), (seq, "alice", np.eye(DIM)[2])])
+    with pg.read() as conn:
+        assert np.allclose(index.stored(conn, [seq])[seq], np.eye(DIM)[2])

@@ -57,19 +57,26 @@ class PgVectorIndex(VectorIndex):
         return True
 
     def upsert(self, conn: Connection, items: list[tuple[int, str, np.ndarray]]) -> None:
+        """One statement for the batch, its rows as arrays: the change log's trigger runs once
+        a statement, and a statement is a round trip (a row each took a 1M import's vectors
+        to 1,600 a second)."""
         if not items:
             return
+        latest = {seq: (owner, vector) for seq, owner, vector in items}  # one row a seq
         conn.execute(
             text(
                 f"INSERT INTO {TABLE} (seq, owner, embedding)"
-                " VALUES (:seq, :owner, CAST(:embedding AS vector))"
+                " SELECT seq, owner, CAST(embedding AS vector) FROM unnest("
+                " CAST(:seqs AS bigint[]), CAST(:owners AS text[]), CAST(:embeddings AS text[]))"
+                " AS batch (seq, owner, embedding)"
                 " ON CONFLICT (seq) DO UPDATE"
                 " SET owner = excluded.owner, embedding = excluded.embedding"
             ),
-            [
-                {"seq": seq, "owner": owner, "embedding": _literal(vector)}
-                for seq, owner, vector in items
-            ],
+            {
+                "seqs": list(latest),
+                "owners": [owner for owner, _ in latest.values()],
+                "embeddings": [_literal(vector) for _, vector in latest.values()],
+            },
         )
 
     def delete(self, conn: Connection, seqs: list[int]) -> None:

@@ -30,15 +30,16 @@ RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
     Setting(
         "MEMORY_VEC_CACHE_MIN_VECTORS",
         5_000,
-        "On SQLite, a key with at least this many memories is searched from a matrix in the "
-        "searching process's RAM (exact, and several times faster than sqlite-vec's scan), "
+        "On either store, a key with at least this many memories is searched from a matrix in "
+        "the searching process's RAM (exact, and several times faster than sqlite-vec's or "
+        "pgvector's scan), "
         "built in the background and caught up from every process's writes.",
         positive_int,
     ),
     Setting(
         "MEMORY_VEC_GRAPH_MIN_VECTORS",
         20_000,
-        "On SQLite, a key with at least this many vectors is searched from an HNSW graph "
+        "On either store, a key with at least this many vectors is searched from an HNSW graph "
         "(approximate: recall@10 0.97 or more against the exact scan) instead of the exact "
         "matrix; the graph is saved under DATA_DIR/vector_graphs, so a restart loads it.",
         positive_int,
@@ -48,7 +49,7 @@ RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
         1024,
         "The most RAM those matrices and graphs take in one process (a 10k-memory key of "
         "256-dimension vectors takes 10 MB as a matrix, a 1M one about 850 MB as a graph); a "
-        "key past it stays with sqlite-vec.",
+        "key past it stays with the store's exact scan.",
         positive_int,
     ),
     Setting(

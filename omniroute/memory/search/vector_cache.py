@@ -23,20 +23,28 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from sqlalchemy import Connection, func, select
 from threadpoolctl import threadpool_limits
 
 from omniroute.core.db.tables import memories, memory_vec_meta
+from omniroute.memory.search.change_log import ChangeLog
 from omniroute.memory.search.graph import TenantGraph
 from omniroute.memory.search.key_copies import KeyCopies
 
-if TYPE_CHECKING:
-    from omniroute.memory.search.vectors import VectorIndex
-
 log = logging.getLogger(__name__)
+
+
+class VectorIndex(Protocol):
+    """What the cache reads through: the index that asks it (vectors.py, pgvector.py)."""
+
+    changes: ChangeLog
+
+    def owned(self, conn: Connection, owner: str) -> list[int]: ...
+
+    def rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]: ...
 
 READ_PART = 20_000  # vectors read in one transaction while a key is built
 GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_VEC_GRAPH_MIN_VECTORS

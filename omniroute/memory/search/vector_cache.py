@@ -46,6 +46,7 @@ class VectorIndex(Protocol):
 
     def rows(self, conn: Connection, seqs: list[int]) -> list[tuple[int, str, bytes]]: ...
 
+
 READ_PART = 20_000  # vectors read in one transaction while a key is built
 GRAPH_KEPT = 0.8  # a graph stays a graph down to this share of MEMORY_VEC_GRAPH_MIN_VECTORS
 

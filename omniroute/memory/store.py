@@ -139,17 +139,17 @@ class MemoryStore:
         }
         with self.joined(connection, self.db.write) as conn:
             # Insert first: a new key (an import's every memory) costs one statement.
-            memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
-            created = memory is not None
-            if memory is None:  # the key is taken
+            memory = _new_memory(api_key_id, key, metadata, fields, now)
+            created = bool(self._insert(conn, [memory], now))
+            if not created:  # the key is taken
                 existing = self._row(
                     conn, memories.c.api_key_id == api_key_id, memories.c.key == key
                 )
                 if existing is None or existing.is_expired(now):  # absent, or as good as
                     if existing is not None:
                         self.delete_row(conn, existing, now, "expired")
-                    memory = self._insert(conn, api_key_id, key, dict(metadata or {}), fields, now)
-                    created = True
+                    memory = _new_memory(api_key_id, key, metadata, fields, now)
+                    created = bool(self._insert(conn, [memory], now))
                 else:
                     merged = {**existing.metadata, **(metadata or {})}
                     memory = self._apply(conn, existing, {**fields, "metadata": merged}, now)
@@ -166,44 +166,19 @@ class MemoryStore:
         On PostgreSQL each statement is a round trip: one a memory held an import of a
         million to 962 a second (docs/benchmarks.md, "Ingestion at scale")."""
         now = self.now()
-        fresh: list[Memory] = []
-        rows = []
+        fresh = []
         for item in items:
-            check_fields(
-                key=item["key"],
-                content=item["content"],
-                session_id=item.get("session_id", ""),
-                metadata=item.get("metadata"),
-            )
-            memory = Memory(
-                id=str(uuid.uuid4()),
-                api_key_id=item["api_key_id"],
-                session_id=item.get("session_id", ""),
-                type=item.get("type", "factual"),
-                key=item["key"],
-                content=item["content"],
-                metadata=dict(item.get("metadata") or {}),
-                created_at=now,
-                updated_at=now,
-                expires_at=item.get("expires_at"),
-            )
-            fresh.append(memory)
-            rows.append(self._row_values(memory))
-        inserted = set()
-        if rows:  # executemany with RETURNING: SQLAlchemy sends multi-row VALUES
-            inserted = set(connection.execute(self._insert_many_statement, rows).scalars())
-        made = [memory for memory in fresh if memory.id in inserted]
-        if made:
-            audit.record_creates(connection, made, now)
-            if self._mirror is not None:
-                self._mirror.mark(connection, [(m.id, m.api_key_id) for m in made], "upsert")
-        results = []
-        for item, memory in zip(items, fresh, strict=True):
-            if memory.id in inserted:
-                results.append((memory, True))
-            else:
-                results.append(self.create(**item, connection=connection))
-        return results
+            fields = {name: item[name] for name in ("session_id", "type", "content", "expires_at")
+                      if name in item}  # fmt: skip
+            check_fields(key=item["key"], metadata=item.get("metadata"), **fields)
+            fields = {"session_id": "", "type": "factual", "expires_at": None, **fields}
+            fresh.append(_new_memory(item["api_key_id"], item["key"], item.get("metadata"),
+                                     fields, now))  # fmt: skip
+        inserted = self._insert(connection, fresh, now) if fresh else set()
+        return [
+            (memory, True) if memory.id in inserted else self.create(**item, connection=connection)
+            for item, memory in zip(items, fresh, strict=True)
+        ]
 
     def update(
         self,
@@ -353,55 +328,34 @@ class MemoryStore:
         return existing
 
     @cached_property
-    def _insert_many_statement(self):
-        """The insert of `create_many`: the ids it wrote (a taken key's row is not)."""
-        return (
-            self.db.insert(memories)
-            .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
-            .returning(memories.c.id)
-        )
-
-    @cached_property
     def _insert_statement(self):
         """One statement, its values bound at each call: built with `.values(**row)` it was
         remade each time, and making it took most of an insert (bench: a bulk import)."""
         return (
             self.db.insert(memories)
             .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
-            .returning(memories.c.seq)
+            .returning(memories.c.id)
         )
 
-    def _insert(
-        self,
-        conn: Connection,
-        api_key_id: str,
-        key: str,
-        metadata: dict[str, Any],
-        fields: dict[str, Any],
-        now: str,
-    ) -> Memory | None:
-        """Insert a new memory; None when another writer's row took the key meanwhile.
+    def _insert(self, conn: Connection, fresh: list[Memory], now: str) -> set[str]:
+        """Insert new memories, with their history rows and mirror marks; the ids written
+        (not those whose key another row holds, or another writer's took meanwhile).
 
         ON CONFLICT DO NOTHING waits for that writer's transaction, so its row is there to
-        read and update when this returns None. On SQLite one writer runs at a time and it
-        never happens; on PostgreSQL it is how two upserts of one key meet, holding no lock
-        beyond the row (an advisory lock per key ran out of lock slots at 20k writes in one
-        transaction).
+        read and update. On SQLite one writer runs at a time and it never happens; on
+        PostgreSQL it is how two upserts of one key meet, holding no lock beyond the row (an
+        advisory lock per key ran out of lock slots at 20k writes in one transaction). Many
+        rows are one statement (SQLAlchemy's multi-row VALUES for an executemany with
+        RETURNING), and so are their history rows and marks.
         """
-        memory = Memory(
-            id=str(uuid.uuid4()),
-            api_key_id=api_key_id,
-            key=key,
-            metadata=metadata,
-            created_at=now,
-            updated_at=now,
-            **fields,
-        )
-        if conn.execute(self._insert_statement, self._row_values(memory)).first() is None:
-            return None
-        audit.record(conn, "create", None, memory, now)
-        self._mirrored(conn, memory, "upsert")
-        return memory
+        rows = [self._row_values(memory) for memory in fresh]
+        inserted = set(conn.execute(self._insert_statement, rows).scalars())
+        made = [memory for memory in fresh if memory.id in inserted]
+        if made:
+            audit.record_creates(conn, made, now)
+            if self._mirror is not None:
+                self._mirror.mark(conn, [(m.id, m.api_key_id) for m in made], "upsert")
+        return inserted
 
     @staticmethod
     def _row_values(memory: Memory) -> dict[str, Any]:
@@ -472,3 +426,18 @@ class MemoryStore:
         if self._mirror is not None:
             self._mirror.mark(conn, [(m.id, m.api_key_id) for m in doomed], "delete")
         self._forget(*ids, conn=conn)
+
+
+def _new_memory(
+    api_key_id: str, key: str, metadata: Mapping[str, Any] | None, fields: dict[str, Any], now: str
+) -> Memory:
+    """A memory about to be inserted: a new id, created and updated now."""
+    return Memory(
+        id=str(uuid.uuid4()),
+        api_key_id=api_key_id,
+        key=key,
+        metadata=dict(metadata or {}),
+        created_at=now,
+        updated_at=now,
+        **fields,
+    )

@@ -102,7 +102,7 @@ def test_a_small_key_is_ranked_as_fts5_would_rank_it_alone(store, monkeypatch):
     monkeypatch.setattr(fts, "SMALL_KEY", 0)  # every key large: FTS5 ranks
     alone = {query: ranked(store, "small", query) for query in QUERIES}
     monkeypatch.undo()
-    fts._large.clear()  # what SMALL_KEY 0 made of the key
+    fts._sizes.clear()  # what SMALL_KEY 0 made of the key
     for n in range(40):  # another key, full of the same words
         store.create(api_key_id="big", key=f"b{n}", content=f"tea violin green drink {n}")
     for query in QUERIES:

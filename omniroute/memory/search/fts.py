@@ -32,12 +32,11 @@ POOL_FACTOR = 4
 # FTS5 saves (a 1,000-memory key: 5.8 ms against FTS5's 1.8; docs/benchmarks.md).
 SMALL_KEY = 300
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's own
-# A key's size (memories, stems in all) by (database, key), with the position of the change
-# log it was read at: read again after any write. A key found larger is not looked at again
-# for a minute.
 CHANGES = SqliteChangeLog("memory_changes")
+# A key's size (memories, stems in all; counted up to SMALL_KEY + 1) by (database, key), with
+# the change log's position it was read at: read again after any write, except that a key
+# found larger is left with FTS5 for the cache's minute.
 _sizes: TTLCache[tuple[str, str], tuple[int, int, int]] = TTLCache(100_000, 60.0)
-_large: TTLCache[tuple[str, str], bool] = TTLCache(100_000, 60.0)
 
 
 def owner_token(api_key_id: str) -> str:
@@ -97,20 +96,18 @@ def keyword_search(
 def _small_size(connection: Connection, owner: str) -> tuple[int, int] | None:
     """A small key's memories and their stems in all, or None for a larger key."""
     known = (connection.engine.url.database or "", owner)
-    if _large.get(known):
-        return None
-    position = CHANGES.position(connection)
     held = _sizes.get(known)
-    if held is None or held[0] != position:
-        count, length = connection.exec_driver_sql(
-            "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
-            " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
-            " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
-            (owner, SMALL_KEY + 1),
-        ).one()
-        held = _sizes[known] = (position, count, int(length))
+    if held is None or held[1] <= SMALL_KEY:
+        position = CHANGES.position(connection)
+        if held is None or held[0] != position:
+            count, length = connection.exec_driver_sql(
+                "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
+                " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
+                " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
+                (owner, SMALL_KEY + 1),
+            ).one()
+            held = _sizes[known] = (position, count, int(length))
     if held[1] > SMALL_KEY:
-        _large[known] = True
         return None
     return held[1], held[2]
 

@@ -74,6 +74,8 @@ def dump_metadata(metadata: Mapping[str, Any]) -> str:
 
 def load_metadata(text: str | None) -> dict[str, Any]:
     """Parse stored metadata; anything that is not a JSON object reads as {}."""
+    if not text or text == "{}":  # most memories' (a search builds a hundred of them)
+        return {}
     try:
         value = json.loads(text or "{}")
     except ValueError:

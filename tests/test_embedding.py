@@ -66,7 +66,7 @@ class Counting:
     def __init__(self):
         self.calls: list[list[str]] = []
 
-    def embed(self, texts):
+    def embed(self, texts, *, query=False):
         self.calls.append(list(texts))
         return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from omniroute.core.db.settings_store import SettingsStore
 
-EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
+EMBEDDING_SOURCES = ("remote", "static", "transformers", "multilingual", "auto")
 CHAT_STRATEGIES = ("recent", "semantic", "hybrid")  # how a chat retrieves (search.retrieval)
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 
@@ -132,14 +132,18 @@ SETTINGS: tuple[Setting, ...] = (
             "How chat requests retrieve: newest first, by meaning, or keywords and meaning.",
             choices=CHAT_STRATEGIES),
     Setting("embeddingSource", "memoryEmbeddingSource", "auto", CHOICE,
-            "Where vectors come from; `auto` takes the first available of remote, static, "
-            "transformers.", choices=EMBEDDING_SOURCES),
+            "Where vectors come from; `auto` takes the first available of remote, "
+            "multilingual, static, transformers.", choices=EMBEDDING_SOURCES),
     Setting("embeddingProviderModel", "memoryEmbeddingProviderModel", None, TEXT,
             "A provider's embedding model, `provider/model`.", nullable=True),
     Setting("transformersEnabled", "memoryTransformersEnabled", False, BOOLEAN,
             "Allow the packaged all-MiniLM-L6-v2 (384 dimensions) as a source."),
     Setting("staticEnabled", "memoryStaticEnabled", False, BOOLEAN,
             "Allow the static model2vec model (built offline the first time) as a source."),
+    Setting("multilingualEnabled", "memoryMultilingualEnabled", False, BOOLEAN,
+            "Allow multilingual-e5-small (4-bit, 384 dimensions, packaged; English, Dutch, "
+            "German and about 100 more languages) as a source: the one for a team that "
+            "writes in more than English."),
     Setting("rerankEnabled", "memoryRerankEnabled", False, BOOLEAN,
             "Reorder retrieved memories with the rerank model."),
     Setting("rerankProviderModel", "memoryRerankProviderModel", None, TEXT,
@@ -193,6 +197,7 @@ class MemoryConfig:
     embedding_provider_model: str | None
     transformers_enabled: bool
     static_enabled: bool
+    multilingual_enabled: bool
     rerank_enabled: bool
     rerank_provider_model: str | None
     vector_store: str

@@ -22,8 +22,10 @@ class Embedder(Protocol):
     model: str
     dim: int
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Return one unit-length float32 row per text."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """Return one unit-length float32 row per text. `query`: the texts are search
+        queries, not memories (an asymmetric model such as e5 embeds the two apart; the
+        others ignore it)."""
 
 
 def normalised(vectors: np.ndarray) -> np.ndarray:

@@ -12,7 +12,8 @@ from omniroute.memory.embedding.base import Embedder
 
 
 class CachedEmbedder:
-    """Embeds only the texts it has not seen lately; keys `{source}:{model}:{dim}:{sha256}`."""
+    """Embeds only the texts it has not seen lately; keys `{source}:{model}:{dim}:{q|p}:{sha256}`
+    (a query and a memory of the same text are embedded apart by an asymmetric model)."""
 
     def __init__(self, inner: Embedder, max_entries: int, ttl_seconds: float) -> None:
         self.inner = inner
@@ -22,12 +23,12 @@ class CachedEmbedder:
         self.hits = 0
         self.misses = 0
 
-    def _key(self, text: str) -> str:
+    def _key(self, text: str, query: bool) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        return f"{self.source}:{self.model}:{self.dim}:{digest}"
+        return f"{self.source}:{self.model}:{self.dim}:{'q' if query else 'p'}:{digest}"
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        keys = [self._key(text) for text in texts]
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        keys = [self._key(text, query) for text in texts]
         found: dict[int, np.ndarray] = {}
         with self._lock:
             for index, key in enumerate(keys):
@@ -38,7 +39,7 @@ class CachedEmbedder:
             self.misses += len(texts) - len(found)
         missing = [index for index in range(len(texts)) if index not in found]
         if missing:
-            fresh = self.inner.embed([texts[index] for index in missing])
+            fresh = self.inner.embed([texts[index] for index in missing], query=query)
             with self._lock:
                 for index, vector in zip(missing, fresh, strict=True):
                     self._cache[keys[index]] = vector

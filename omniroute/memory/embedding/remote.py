@@ -41,7 +41,7 @@ class RemoteEmbedder:
         """Embed one short text to learn the model's dimension (for custom endpoints)."""
         return self._post(["dimension probe"]).shape[1]
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._post(texts)

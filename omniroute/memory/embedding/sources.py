@@ -1,10 +1,10 @@
 """Which embedding source serves now (REFERENCE section 6), with each model loaded once.
 
 auto: `remote` when embeddingProviderModel names a provider with a key that lists that
-embedding model (or customBaseUrl names a memory-only endpoint), else `static` when
-staticEnabled, else `transformers` when transformersEnabled, else none (keyword search
-only). An explicit source is used only when it is available; otherwise there is none, and
-the reason says why.
+embedding model (or customBaseUrl names a memory-only endpoint), else `multilingual` when
+multilingualEnabled, else `static` when staticEnabled, else `transformers` when
+transformersEnabled, else none (keyword search only). An explicit source is used only
+when it is available; otherwise there is none, and the reason says why.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from omniroute.core.providers.client import ProviderClient
 from omniroute.core.providers.registry import Provider, ProviderStore
 from omniroute.memory.embedding.base import Embedder, EmbeddingError
 from omniroute.memory.embedding.cache import CachedEmbedder
+from omniroute.memory.embedding.multilingual_model import PACKAGE, MultilingualEmbedder
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.shared_models import SharedModels
 from omniroute.memory.embedding.static_model import (
@@ -38,10 +39,11 @@ from omniroute.memory.embedding.transformers_model import (
 from omniroute.memory.settings import MemoryConfig
 
 SOURCE_ORDER = {
-    "auto": ("remote", "static", "transformers"),
+    "auto": ("remote", "multilingual", "static", "transformers"),
     "remote": ("remote",),
     "static": ("static",),
     "transformers": ("transformers",),
+    "multilingual": ("multilingual",),
 }
 
 
@@ -184,3 +186,10 @@ class EmbeddingSources:
         if missing := missing_packages(LOCAL_MODEL_PACKAGES[:2] if path else LOCAL_MODEL_PACKAGES):
             return None, f"{', '.join(missing)}: {SLIM_INSTALL}"
         return self._cached(("transformers", path), lambda: TransformersEmbedder(path)), None
+
+    def _multilingual(self, settings):
+        if not settings.multilingual_enabled:
+            return None, "multilingualEnabled is false"
+        if missing_packages((PACKAGE,)):
+            return None, f"{PACKAGE}: {SLIM_INSTALL}"
+        return self._cached(("multilingual",), MultilingualEmbedder), None

@@ -103,7 +103,7 @@ class StaticEmbedder:
         self._model = None
         self._lock = threading.Lock()
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # One call at a time: encode sets the tokenizer's truncation, and a Rust tokenizer

@@ -57,7 +57,7 @@ class TransformersEmbedder:
                 self._loaded = (torch, tokenizer, model)
         return self._loaded
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         torch, tokenizer, model = self._load()
         rows = []
         for start in range(0, len(texts), BATCH_SIZE):

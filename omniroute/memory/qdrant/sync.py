@@ -158,7 +158,7 @@ class QdrantSync:
     def search(self, api_key_id: str, query: str, k: int) -> tuple[str, list[tuple[Memory, float]]]:
         """One key's k nearest live memories by Qdrant alone (the settings' search test)."""
         target = self.target()
-        vector = target.embedder.embed([query])[0]
+        vector = target.embedder.embed([query], query=True)[0]
         where = live_filter(api_key_id, self.store.clock().timestamp(), created_after=None)
         hits = self.index.search(target.config, target.collection, vector, k, where)
         found = []

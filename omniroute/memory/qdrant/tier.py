@@ -60,7 +60,7 @@ class QdrantTier:
                 f"{target.collection}"
             )
         try:
-            vector = target.embedder.embed([query])[0]
+            vector = target.embedder.embed([query], query=True)[0]
         except EmbeddingError as exc:
             raise QdrantUnavailable(f"embedding for Qdrant failed ({exc.kind}): {exc}") from None
         where = live_filter(

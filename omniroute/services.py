@@ -23,7 +23,7 @@ from omniroute.core.net import tls_context
 from omniroute.core.providers.client import ProviderClient
 from omniroute.core.providers.registry import ProviderStore
 from omniroute.core.sealed import SecretBox
-from omniroute.jobs import QUEUES, request_backfill, request_qdrant_sync, request_static_model
+from omniroute.jobs import QUEUES, request_backfill, request_model_build, request_qdrant_sync
 from omniroute.jobs.periodic.runner import run_job
 from omniroute.jobs.periodic.runs import PeriodicRuns
 from omniroute.jobs.periodic.schedule import PERIODIC_JOBS
@@ -170,7 +170,7 @@ class Services:
             config,
             providers,
             provider_client,
-            on_static_missing=lambda: request_static_model(jobs),
+            on_model_missing=lambda kind: request_model_build(jobs, kind),
             shared=shared_models,
         )
         # `backends` is made below; facts ask it at each run where the primary is.

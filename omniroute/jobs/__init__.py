@@ -21,12 +21,11 @@ DEFAULT_QUEUE = "default"
 QUEUES = (EXTRACTION_QUEUE, EMBEDDINGS_QUEUE, DEFAULT_QUEUE)
 # Fixed ids: many requests for the same work fold into one waiting run.
 BACKFILL_JOB_ID = "memory-vector-backfill"
-STATIC_MODEL_JOB_ID = "build-static-model"
 QDRANT_SYNC_JOB_ID = "qdrant-sync"
 
 EXTRACT_FACTS = "omniroute.jobs.tasks.extract_facts"
 BACKFILL_VECTORS = "omniroute.jobs.tasks.backfill_vectors"
-BUILD_STATIC_MODEL = "omniroute.jobs.tasks.build_static_model"
+BUILD_MODEL = "omniroute.jobs.tasks.build_model"
 SYNC_QDRANT = "omniroute.jobs.tasks.sync_qdrant"
 
 
@@ -79,6 +78,7 @@ def request_backfill(queue: JobQueue) -> None:
     queue.enqueue(EMBEDDINGS_QUEUE, BACKFILL_VECTORS, unique_id=BACKFILL_JOB_ID)
 
 
-def request_static_model(queue: JobQueue) -> None:
-    """Build the default static model in the background, then backfill with it."""
-    queue.enqueue(EMBEDDINGS_QUEUE, BUILD_STATIC_MODEL, unique_id=STATIC_MODEL_JOB_ID)
+def request_model_build(queue: JobQueue, kind: str) -> None:
+    """Build a local source's model (static, multilingual) in the background, then backfill
+    with it."""
+    queue.enqueue(EMBEDDINGS_QUEUE, BUILD_MODEL, kind, unique_id=f"build-{kind}-model")

@@ -13,11 +13,9 @@ from rq import get_current_job
 
 from omniroute.core.metrics import counted
 from omniroute.jobs import request_backfill
-from omniroute.memory.embedding.static_model import (
-    BuildInProgress,
-    build_default_static,
-    default_static_path,
-)
+from omniroute.memory.embedding.model_builds import BuildInProgress
+from omniroute.memory.embedding.multilingual_model import MULTILINGUAL_BUILD
+from omniroute.memory.embedding.static_model import STATIC_BUILD
 from omniroute.services import services
 
 log = logging.getLogger(__name__)
@@ -85,21 +83,27 @@ def _report(summary: str, news: int, reason: str | None) -> None:
     )
 
 
-@counted("build-static-model")
-def build_static_model() -> str | None:
-    """Distill the default static embedding model, keep it in the database for every process,
-    then embed the memories with it. A model another process built is restored instead."""
+BUILDS = {build.kind: build for build in (STATIC_BUILD, MULTILINGUAL_BUILD)}
+
+
+@counted("build-model")
+def build_model(kind: str) -> str | None:
+    """Build a local source's model (static, multilingual), keep it in the database for every
+    process, then embed the memories with it. A model another process built is restored
+    instead."""
     svc = services()
-    target = default_static_path(current_app.config["DATA_DIR"])
+    build = BUILDS[kind]
+    data_dir = current_app.config["DATA_DIR"]
+    target = build.path(data_dir)
     if svc.shared_models.restore(target):
-        log.info("static embedding model restored from the database into %s", target)
+        log.info("%s embedding model restored from the database into %s", kind, target)
     else:
         try:
-            build_default_static(current_app.config["DATA_DIR"])
+            build.build(data_dir)
         except BuildInProgress as exc:
-            log.info("static model: %s; leaving it to that build", exc)
+            log.info("%s model: %s; leaving it to that build", kind, exc)
             return None
         svc.shared_models.publish(target)
-        log.info("static embedding model built into %s and kept in the database", target)
+        log.info("%s embedding model built into %s and kept in the database", kind, target)
     request_backfill(svc.jobs)
     return str(target)

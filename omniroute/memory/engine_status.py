@@ -33,6 +33,7 @@ def engine_status(
             "reason": resolution.reason,
             "cacheStats": embedder.stats() if embedder else None,
             "staticModel": retriever.sources.static_state(),
+            "multilingualModel": retriever.sources.multilingual_state(),
         },
         "vectorStore": {
             "backend": vectors.backend,

@@ -19,17 +19,15 @@ from omniroute.core.providers.client import ProviderClient
 from omniroute.core.providers.registry import Provider, ProviderStore
 from omniroute.memory.embedding.base import Embedder, EmbeddingError
 from omniroute.memory.embedding.cache import CachedEmbedder
-from omniroute.memory.embedding.multilingual_model import PACKAGE, MultilingualEmbedder
+from omniroute.memory.embedding.model_builds import ModelBuild
+from omniroute.memory.embedding.multilingual_model import (
+    MULTILINGUAL_BUILD,
+    RUNTIME_PACKAGES,
+    MultilingualEmbedder,
+)
 from omniroute.memory.embedding.remote import RemoteEmbedder
 from omniroute.memory.embedding.shared_models import SharedModels
-from omniroute.memory.embedding.static_model import (
-    StaticEmbedder,
-    build_state,
-    can_distill,
-    default_static_path,
-    is_building,
-    is_static_model,
-)
+from omniroute.memory.embedding.static_model import STATIC_BUILD, StaticEmbedder
 from omniroute.memory.embedding.transformers_model import (
     LOCAL_MODEL_PACKAGES,
     SLIM_INSTALL,
@@ -59,13 +57,13 @@ class EmbeddingSources:
         config: Mapping[str, Any],
         providers: ProviderStore,
         client: ProviderClient,
-        on_static_missing: Callable[[], None] | None = None,
+        on_model_missing: Callable[[str], None] | None = None,
         shared: SharedModels | None = None,
     ) -> None:
         self._config = config
         self._providers = providers
         self._client = client
-        self._on_static_missing = on_static_missing
+        self._on_model_missing = on_model_missing  # asks for a build, given its kind
         self._shared = shared  # models built by any process, kept in the database
         self._instances: dict[tuple, CachedEmbedder] = {}
         self._lock = threading.Lock()
@@ -81,13 +79,21 @@ class EmbeddingSources:
 
     def static_state(self) -> dict:
         """The static model's build state on this disk, and whether the database has it."""
-        path = self.static_path()
+        return self._model_state(STATIC_BUILD, self.static_path())
+
+    def multilingual_state(self) -> dict:
+        return self._model_state(MULTILINGUAL_BUILD, self.multilingual_path())
+
+    def _model_state(self, build: ModelBuild, path: Path) -> dict:
         shared = self._shared is not None and self._shared.has(path.name)
-        return {**build_state(path), "inDatabase": shared}
+        return {**build.state(path), "inDatabase": shared}
 
     def static_path(self) -> Path:
         configured = self._config.get("MEMORY_STATIC_MODEL")
-        return Path(configured) if configured else default_static_path(self._config["DATA_DIR"])
+        return Path(configured) if configured else STATIC_BUILD.path(self._config["DATA_DIR"])
+
+    def multilingual_path(self) -> Path:
+        return MULTILINGUAL_BUILD.path(self._config["DATA_DIR"])
 
     def cache_stats(self) -> dict[str, int]:
         """Hits and misses of every embedder's cache in this process, summed."""
@@ -163,20 +169,30 @@ class EmbeddingSources:
             return None, "staticEnabled is false"
         path = self.static_path()
         configured = self._config.get("MEMORY_STATIC_MODEL")
-        if not (is_static_model(path) or configured or is_building(path)) and self._shared:
-            self._shared.restore(path)  # built by another process, perhaps on another disk
-        if not is_static_model(path):
-            if self._on_static_missing is None or configured:
-                return None, f"no model2vec model at {path}"
-            if not can_distill():
-                return None, (
-                    f"no static model here or in the database, and building one is {SLIM_INSTALL}"
-                    ": run `flask --app app memory build-static` where it is"
-                )
-            if not is_building(path):
-                self._on_static_missing()
-            return None, f"the static model is being built into {path}"
+        if configured and not STATIC_BUILD.is_ready(path):
+            return None, f"no model2vec model at {path}"
+        if reason := self._unbuilt(STATIC_BUILD, path):
+            return None, reason
         return self._cached(("static", str(path)), lambda: StaticEmbedder(path)), None
+
+    def _unbuilt(self, build: ModelBuild, path: Path) -> str | None:
+        """Why the model `build` makes is not at `path` (None: it is). One another process
+        built is restored from the database; else this install builds it in the background,
+        when it can."""
+        if not (build.is_ready(path) or build.is_building(path)) and self._shared:
+            self._shared.restore(path)  # built by another process, perhaps on another disk
+        if build.is_ready(path):
+            return None
+        if self._on_model_missing is None:
+            return f"no {build.kind} model at {path}"
+        if not build.can_build():
+            return (
+                f"no {build.kind} model here or in the database, and building one is "
+                f"{SLIM_INSTALL}: run `flask --app app memory {build.command}` where it is"
+            )
+        if not build.is_building(path):
+            self._on_model_missing(build.kind)
+        return f"the {build.kind} model is being built into {path}"
 
     def _transformers(self, settings):
         if not settings.transformers_enabled:
@@ -190,6 +206,9 @@ class EmbeddingSources:
     def _multilingual(self, settings):
         if not settings.multilingual_enabled:
             return None, "multilingualEnabled is false"
-        if missing_packages((PACKAGE,)):
-            return None, f"{PACKAGE}: {SLIM_INSTALL}"
-        return self._cached(("multilingual",), MultilingualEmbedder), None
+        if missing := missing_packages(RUNTIME_PACKAGES):
+            return None, f"{', '.join(missing)}: {SLIM_INSTALL}"
+        path = self.multilingual_path()
+        if reason := self._unbuilt(MULTILINGUAL_BUILD, path):
+            return None, reason
+        return self._cached(("multilingual",), lambda: MultilingualEmbedder(path)), None

@@ -34,6 +34,8 @@ bench: install
 	$(BIN)/python bench/store_latency.py --store postgresql
 	$(BIN)/python bench/studio_pages.py
 	$(BIN)/python bench/retrieval_quality.py
+	$(BIN)/python bench/multilingual_quality.py
+	$(BIN)/python bench/embedding_speed.py
 	$(BIN)/python bench/retrieval_latency.py --store sqlite
 	$(BIN)/python bench/retrieval_latency.py --store postgresql --sizes 10000 100000
 	$(BIN)/python bench/pgvector_writes.py

@@ -203,3 +203,21 @@ def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(
     injected = upstream.last_body["messages"][0]["content"]
     places = {name: injected.find(text) for name, text in FACTS.items() if text in injected}
     assert min(places, key=places.get) == "job", injected  # injected first: the best match
+
+
+def test_without_its_runtime_a_search_falls_back_to_keywords_and_says_why(svc, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    svc.memory_settings.update({"embeddingSource": "multilingual", "multilingualEnabled": True})
+    svc.memories.create(api_key_id="team", key="job", content=FACTS["job"])
+    ranking = svc.retriever.rank(
+        api_key_id="team",
+        query="verpleegkundige",
+        settings=svc.memory_settings.get(),
+        strategy="hybrid",
+    )
+    assert ranking.strategy_used == "keyword"
+    assert ranking.fallback_reason == (
+        "no embedding source: multilingual: onnxruntime: not in this install"
+        " (requirements-models.txt adds the local models)"
+    )
+    assert [item.memory.key for item in ranking.items] == ["job"]

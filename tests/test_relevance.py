@@ -49,6 +49,18 @@ def test_the_blend_weight_decides_between_the_two_sides():
     assert scores == pytest.approx([0.7, 0.3])
 
 
+def test_unless_set_the_blend_is_the_vector_sources_own():
+    a, b = memory("a"), memory("b")
+    keyword, vector = [(a, 9.0), (b, 1.0)], [(b, 0.9), (a, 0.3)]
+    static = [i.score for i in fuse(keyword, vector, RetrievalOptions(), "static")]
+    multilingual = [i.score for i in fuse(keyword, vector, RetrievalOptions(), "multilingual")]
+    assert static == pytest.approx([0.7, 0.3]) and multilingual == pytest.approx([0.5, 0.5])
+    chosen = RetrievalOptions(blend_weight=0.9)
+    assert [i.score for i in fuse(keyword, vector, chosen, "multilingual")] == pytest.approx(
+        [0.9, 0.1]
+    )
+
+
 def test_the_settings_defaults_are_the_engines():
     defaults = RetrievalOptions()
     assert SETTINGS_BY_NAME["MEMORY_BLEND_KEYWORD_WEIGHT"].default == defaults.blend_weight

@@ -3,7 +3,7 @@ fixed for the life of a process, chosen on the LoCoMo development split (bench/)
 
 from __future__ import annotations
 
-from omniroute.core.config.values import Setting, choice, fraction, positive_int
+from omniroute.core.config.values import Setting, choice, fraction, optional_fraction, positive_int
 
 RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -70,9 +70,11 @@ RETRIEVAL_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "MEMORY_BLEND_KEYWORD_WEIGHT",
-        0.7,
-        "The keyword side's share of a hybrid `blend` score (the vector side has the rest).",
-        fraction,
+        None,
+        "The keyword side's share of a hybrid `blend` score (the vector side has the rest); "
+        "unset, the embedding source's own: 0.7, and 0.5 for the multilingual source.",
+        optional_fraction,
+        default_doc="the source's own",
     ),
     Setting(
         "MEMORY_RELEVANCE_FLOOR",

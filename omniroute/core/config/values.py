@@ -80,6 +80,10 @@ def fraction(raw: str) -> float:
     return value
 
 
+def optional_fraction(raw: str) -> float | None:
+    return fraction(raw) if raw.strip() else None
+
+
 def json_list(raw: str) -> list:
     value = json.loads(raw)
     if not isinstance(value, list):

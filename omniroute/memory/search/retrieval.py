@@ -226,7 +226,7 @@ class Retriever:
             ranking.strategy_used = "keyword"
             ranking.items = [Ranked(m, score, "keyword", fts_score=score) for m, score in keyword]
         else:
-            ranking.items = fuse(keyword, vector, config.options)
+            ranking.items = fuse(keyword, vector, config.options, ranking.embedding_source)
         return ranking
 
     def _keyword(self, live: MemoryFilter, query: str) -> list[tuple[Memory, float]]:

@@ -10,12 +10,10 @@ passages a second. Run with `make bench` or `python bench/embedding_speed.py`.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.retrieval_quality import LOCOMO, embedder_for, turns_of  # noqa: E402
+from bench.retrieval_quality import LOCOMO, embedder_for, source_parser, turns_of  # noqa: E402
 from omniroute.memory.life.backfill import BATCH_SIZE  # noqa: E402
 
 
@@ -39,10 +37,8 @@ def model_bytes(embedder) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", nargs="+", default=["static", "transformers", "multilingual"])
+    parser = source_parser(__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     data = json.loads(LOCOMO.read_text())
     questions = [q["question"] for c in data for q in c["qa"]][: args.queries]

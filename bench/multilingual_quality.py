@@ -12,7 +12,6 @@ Run with `make bench` or `python bench/multilingual_quality.py --sources static 
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -28,6 +27,7 @@ from bench.retrieval_quality import (  # noqa: E402
     FixedSource,
     Settings,
     embedder_for,
+    source_parser,
     turns_of,
 )
 from omniroute.core.db import Database, migrate  # noqa: E402
@@ -74,14 +74,12 @@ def hits(retriever: Retriever, fact: dict, strategy: str) -> list[bool]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", nargs="+", default=["static", "transformers", "multilingual"])
-    parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
+    parser = source_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     facts = json.loads(FACTS.read_text(encoding="utf-8"))["facts"]
     print(f"Dutch and German facts among {DISTRACTORS} English turns: hit@k, "
-          "development half | held-out half (nl / de / both)")  # fmt: skip
+          "development half | held-out half")  # fmt: skip
     print(f"{'source':<13} {'strategy':<9} " + " | ".join(
         "  ".join(f"{half[:4]} @{k:<2}" for k in KS) for half in HALVES))  # fmt: skip
     for source in args.sources:

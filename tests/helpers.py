@@ -12,6 +12,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 
@@ -135,3 +136,10 @@ def run_async(work, *args):
     of this pytest worker, beside which asyncio.run and anyio.run refuse to start."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(anyio.run, work, *args).result()
+
+
+def place_built_model(place: Path, built: Path) -> None:
+    """A model built once a run (a session fixture's), where a build on this app's disk
+    would leave it."""
+    place.parent.mkdir(parents=True, exist_ok=True)
+    place.symlink_to(built, target_is_directory=True)

@@ -13,7 +13,7 @@ from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.e5_export import packed_path, read_packed
 from omniroute.memory.embedding.multilingual_model import NAME, MultilingualEmbedder
 from omniroute.memory.settings import MemoryConfig
-from tests.helpers import eventually
+from tests.helpers import eventually, place_built_model
 
 FACTS = {
     "job": "Ik werk als verpleegkundige in het ziekenhuis van Utrecht.",
@@ -33,13 +33,6 @@ QUESTIONS = {  # each in other words than its fact
 @pytest.fixture(scope="module")
 def embedder(multilingual_path):
     return MultilingualEmbedder(multilingual_path)
-
-
-def on_this_disk(svc, multilingual_path) -> None:
-    """The model as a build on this app's disk would leave it."""
-    place = svc.embeddings.multilingual_path()
-    place.parent.mkdir(parents=True, exist_ok=True)
-    place.symlink_to(multilingual_path, target_is_directory=True)
 
 
 def nearest(embedder, question: str) -> str:
@@ -130,7 +123,7 @@ def settings(**changes):
 def test_the_source_is_chosen_only_when_enabled_and_first_among_the_local_ones(
     svc, multilingual_path
 ):
-    on_this_disk(svc, multilingual_path)
+    place_built_model(svc.embeddings.multilingual_path(), multilingual_path)
     off = svc.embeddings.resolve(settings(embeddingSource="multilingual"))
     assert off.embedder is None and off.reason == "multilingual: multilingualEnabled is false"
     chosen = svc.embeddings.resolve(settings(multilingualEnabled=True, transformersEnabled=True))
@@ -168,7 +161,7 @@ def test_switching_to_it_reindexes_and_a_dutch_chat_gets_its_fact(
     engine_app, upstream, multilingual_path
 ):
     svc = engine_app.extensions["omniroute"]
-    on_this_disk(svc, multilingual_path)
+    place_built_model(svc.embeddings.multilingual_path(), multilingual_path)
     svc.providers.save("fake", {"base_url": upstream.base_url})
     key, secret = svc.keys.create("team")
     for name, content in FACTS.items():

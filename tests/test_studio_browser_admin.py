@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import expect_refusal, log_in, screenshot
-from tests.helpers import ADMIN_TOKEN
+from tests.helpers import ADMIN_TOKEN, place_built_model
 
 pytestmark = pytest.mark.browser
 
@@ -217,6 +217,15 @@ def test_pages_fit_a_phone_screen(page, make_key, svc):
         screenshot(page, name)
 
 
+def save_source(page, source: str, check: str, uncheck: str | None = None) -> None:
+    """Choose an embedding source and its switches on the engine tab, and save them."""
+    page.get_by_label("Source", exact=True).select_option(source)
+    if uncheck:
+        page.get_by_label(uncheck).uncheck()
+    page.get_by_label(check).check()
+    page.get_by_role("button", name="Save embedding settings").click()
+
+
 def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page, engine_app):
     page = engine_page
     svc = engine_app.extensions["omniroute"]
@@ -232,10 +241,7 @@ def test_the_engine_tab_follows_the_backfill_and_switches_the_source(engine_page
     svc.memories.create(api_key_id=key.id, key="k3", content="fact 3")
     expect(status).to_contain_text("Memories with a vector: 4 of 4")
 
-    page.get_by_label("Source", exact=True).select_option("auto")
-    page.get_by_label("Static model enabled").uncheck()
-    page.get_by_label("Transformers enabled").check()
-    page.get_by_role("button", name="Save embedding settings").click()
+    save_source(page, "auto", check="Transformers enabled", uncheck="Static model enabled")
     expect(status).to_contain_text("transformers · all-MiniLM-L6-v2 · 384 dims")
     expect(status).to_contain_text("Memories with a vector: 4 of 4")  # re-embedded by MiniLM
     settings = svc.memory_settings.get()
@@ -248,18 +254,14 @@ def test_the_engine_tab_switches_a_team_to_the_multilingual_source(
 ):
     page = engine_page
     svc = engine_app.extensions["omniroute"]
-    place = svc.embeddings.multilingual_path()  # as a build on this disk leaves it
-    place.parent.mkdir(parents=True, exist_ok=True)
-    place.symlink_to(multilingual_path, target_is_directory=True)
+    place_built_model(svc.embeddings.multilingual_path(), multilingual_path)
     key, _ = svc.keys.create("team")
     for number, fact in enumerate(["Ik werk als verpleegkundige.", "Ich wohne in Leipzig."]):
         svc.memories.create(api_key_id=key.id, key=f"k{number}", content=fact)
     log_in(page, "/dashboard/memory?tab=engine")
     status = page.locator("#engine-status")
     expect(status).to_contain_text("Memories with a vector: 2 of 2")
-    page.get_by_label("Source", exact=True).select_option("multilingual")
-    page.get_by_label("Multilingual model enabled").check()
-    page.get_by_role("button", name="Save embedding settings").click()
+    save_source(page, "multilingual", check="Multilingual model enabled")
     expect(status).to_contain_text("multilingual · multilingual-e5-small-int8 · 384 dims")
     expect(status).to_contain_text("Memories with a vector: 2 of 2")  # re-embedded by e5
     settings = svc.memory_settings.get()

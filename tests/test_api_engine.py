@@ -101,10 +101,18 @@ def test_preview_refuses_bad_input_naming_the_field(client, owner, change, field
     assert field in [d["field"] for d in response.json["error"]["details"]]
 
 
+@pytest.mark.sqlite_only
+def test_engine_status_probes_the_keyword_index(client, svc):
+    with svc.db.write() as conn:
+        conn.exec_driver_sql("DROP TABLE memory_fts")
+    keyword = client.get("/api/memory/engine-status", headers=ADMIN).json["keyword"]
+    assert keyword == {"available": False, "backend": "FTS5", "reason": "no such table: memory_fts"}
+
+
 def test_engine_status_reports_every_part(client, owner, store_kind):
     status = client.get("/api/memory/engine-status", headers=ADMIN).json
     backend = {"sqlite": "FTS5", "postgresql": "tsvector"}[store_kind]
-    assert status["keyword"] == {"available": True, "backend": backend}
+    assert status["keyword"] == {"available": True, "backend": backend, "reason": None}
     assert status["embedding"]["source"] == "static"
     assert status["embedding"]["dimensions"] == 256
     vectors = status["vectorStore"]

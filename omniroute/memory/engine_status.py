@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from omniroute.memory.life.backfill import Backfill
 from omniroute.memory.listing import count_live
+from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.settings import MemoryConfig
 
@@ -24,7 +27,7 @@ def engine_status(
         meta = retriever.index.meta(conn) if vectors.available else None
         rows = retriever.index.count(conn) if vectors.available else 0
     return {
-        "keyword": {"available": True, "backend": KEYWORD_BACKENDS[retriever.store.db.dialect]},
+        "keyword": keyword_tier(retriever),
         "embedding": {
             "source": embedder.source if embedder else None,
             "model": embedder.model if embedder else None,
@@ -51,3 +54,16 @@ def engine_status(
         },
         "rerank": retriever.reranker.status(settings),
     }
+
+
+def keyword_tier(retriever: Retriever) -> dict[str, Any]:
+    """The keyword index, probed with a search of its own (no key has the empty id): a
+    missing or broken FTS5 table or tsvector column says so here, with the store's words."""
+    store = retriever.store
+    backend = KEYWORD_BACKENDS[store.db.dialect]
+    try:
+        with store.db.read() as conn:
+            keyword_search(conn, api_key_id="", query="probe", now_iso=store.now(), limit=1)
+    except SQLAlchemyError as exc:
+        return {"available": False, "backend": backend, "reason": str(exc.orig or exc)}
+    return {"available": True, "backend": backend, "reason": None}

@@ -88,7 +88,7 @@ def main() -> None:
             def run() -> object:
                 with database.read() as conn:
                     return keyword_search(
-                        conn, api_key_id="alice", query=query, now_iso=store.now(), limit=20
+                        conn, owners=("alice",), query=query, now_iso=store.now(), limit=20
                     )
 
             return run

@@ -82,7 +82,7 @@ def test_erase_leaves_nothing_of_the_key_and_everything_of_the_others(svc, clien
     assert points(svc, alice) == set()
     with svc.db.read() as conn:
         assert (
-            keyword_search(conn, api_key_id=alice, query="nurse", now_iso=svc.memories.now()) == []
+            keyword_search(conn, owners=(alice,), query="nurse", now_iso=svc.memories.now()) == []
         )
     assert len(svc.memories.find(MemoryFilter(api_key_id=bob))) == 2
     assert len(points(svc, bob)) == 2

@@ -57,7 +57,7 @@ def test_an_unexpected_error_is_a_500_without_internals(failing_app, caplog):
 
 
 def test_validation_errors_carry_one_detail_per_field(client, admin):
-    response = client.post("/api/memory", json={"type": "x"}, headers=admin)
+    response = client.post("/api/memory", json={"type": "x", "userId": ""}, headers=admin)
     assert_error_shape(response, 422, "invalid_request_error")
     fields = {detail["field"] for detail in response.json["error"]["details"]}
-    assert fields == {"content", "key", "apiKeyId", "type"}
+    assert fields == {"content", "key", "type"}  # apiKeyId is optional: none is global

@@ -27,7 +27,7 @@ queries = st.one_of(
 @given(query=queries)
 def test_no_query_makes_keyword_search_raise(store, query):
     with store.db.read() as conn:
-        keyword_search(conn, api_key_id="alice", query=query, now_iso=store.now())
+        keyword_search(conn, owners=("alice",), query=query, now_iso=store.now())
 
 
 @given(query=queries)
@@ -51,7 +51,7 @@ def test_duplicate_words_count_once_and_their_number_is_capped():
 def test_operators_in_the_query_are_searched_as_words(store):
     store.create(api_key_id="alice", key="k", content="Tea AND coffee NEAR the stove")
     with store.db.read() as conn:
-        hits = keyword_search(conn, api_key_id="alice", query="NEAR", now_iso=store.now())
+        hits = keyword_search(conn, owners=("alice",), query="NEAR", now_iso=store.now())
     assert len(hits) == 1
 
 
@@ -67,7 +67,7 @@ def test_a_question_of_stop_words_alone_searches_nothing():
 
 def search(store, query: str, limit: int = 100) -> list[str]:
     with store.db.read() as conn:
-        hits = keyword_search(conn, api_key_id="alice", query=query, now_iso=store.now(),
+        hits = keyword_search(conn, owners=("alice",), query=query, now_iso=store.now(),
                               limit=limit)  # fmt: skip
     return [memory.key for memory, _ in hits]
 
@@ -89,7 +89,7 @@ QUERIES = ["green tea", "violin", "favourite drink tea", "Lisbon summer violin"]
 
 def ranked(store, owner, query):
     with store.db.read() as conn:
-        found = keyword_search(conn, api_key_id=owner, query=query, now_iso=store.now())
+        found = keyword_search(conn, owners=(owner,), query=query, now_iso=store.now())
     return [(memory.content, score) for memory, score in found]
 
 

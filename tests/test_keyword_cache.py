@@ -62,7 +62,7 @@ def built(cache, owner="big"):
 def stored(store, owner="big", query="violin garden"):
     """The store's own matches (FTS5 or tsvector), as memories."""
     with store.db.read() as conn:
-        found = keyword_search(conn, api_key_id=owner, query=query, now_iso=store.now())
+        found = keyword_search(conn, owners=(owner,), query=query, now_iso=store.now())
     return [memory for memory, _ in found]
 
 
@@ -171,10 +171,14 @@ def test_through_the_retriever_deleted_and_expired_memories_never_come_back(stor
             "at once, before the index has caught up"
         )
         session, _ = store.create(api_key_id="big", key="s", content="violin", session_id="one")
-        assert eventually(
-            lambda: [m.id for m in ranked("violin", session_id="one")] == [session.id]
-        )
-        assert ids(store, cache._held["big"].search(["violin"], 10, "one")) == [session.id]
+        other, _ = store.create(api_key_id="big", key="t", content="violin", session_id="two")
+        # A session sees its own memories and those of no session, never another session's.
+        assert eventually(lambda: session.id in {m.id for m in ranked("violin", session_id="one")})
+        seen = ranked("violin", session_id="one")
+        assert other.id not in {m.id for m in seen}
+        assert {m.session_id for m in seen} == {"one", ""}
+        held = ids(store, cache._held["big"].search(["violin"], 100, "one"))
+        assert session.id in held and other.id not in held
     finally:
         retriever.close()
 

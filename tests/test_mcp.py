@@ -79,6 +79,7 @@ def test_a_key_lists_the_tools_and_manages_its_memories(gateway, keys, gateway_a
                 "content",
                 "type",
                 "updatedAt",
+                "scope",
             }, "compact: no bookkeeping fields"
             memory_id = added["data"]["memory"]["id"]
             assert svc.memories.get(memory_id).api_key_id == alice_id

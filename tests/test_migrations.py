@@ -106,7 +106,7 @@ def test_migrating_a_database_that_holds_data_keeps_the_data(fresh, tmp_path):
     store = MemoryStore(fresh)
     assert store.get("m1").content == "Likes green tea"
     with fresh.read() as conn:
-        hits = keyword_search(conn, api_key_id="k1", query="tea", now_iso=store.now())
+        hits = keyword_search(conn, owners=("k1",), query="tea", now_iso=store.now())
     assert [memory.id for memory, _ in hits] == ["m1"]
 
 
@@ -127,11 +127,11 @@ def test_rows_written_before_stemming_are_found_by_their_stems(fresh, tmp_path):
     store = MemoryStore(fresh)
     with fresh.read() as conn:
         for query, expected in (("editor", "m0"), ("katze", "m1")):
-            hits = keyword_search(conn, api_key_id="k1", query=query, now_iso=store.now())
+            hits = keyword_search(conn, owners=("k1",), query=query, now_iso=store.now())
             assert [memory.id for memory, _ in hits] == [expected], query
     store.create(api_key_id="k1", key="k0", content="Prefers old editors")  # the triggers
     with fresh.read() as conn:
-        hits = keyword_search(conn, api_key_id="k1", query="old", now_iso=store.now())
+        hits = keyword_search(conn, owners=("k1",), query="old", now_iso=store.now())
     assert [memory.id for memory, _ in hits] == ["m0"]
 
 

@@ -15,6 +15,7 @@ from omniroute.memory.life.bulk import clear
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.qdrant.sync import SyncStopped
+from omniroute.memory.search.reach import Reach
 from tests.fake_upstream import EMBEDDING_DIMENSIONS
 from tests.helpers import eventually
 from tests.qdrant_helpers import ADMIN, enable, memory_app, points, put_points, synced
@@ -151,7 +152,7 @@ def test_expired_and_past_retention_points_are_filtered_inside_the_search(svc, c
     # Points whose memory aged past retention or expired since they were written, and that
     # match the query better than anything: Qdrant's own filter leaves them out.
     put_stale_points(svc, "alice")
-    live = MemoryFilter(api_key_id="alice", created_after=to_iso(now - timedelta(days=30)))
+    live = Reach(("alice",), created_after=to_iso(now - timedelta(days=30)))
     hits, _ = svc.qdrant.nearest(svc.memory_settings.get(), live, "golden retriever dog", 10)
     assert {memory_id for memory_id, _ in hits} == set(remember_ids(svc, "alice"))
     ranking = nearest(svc, "golden retriever dog")
@@ -194,7 +195,7 @@ def test_a_small_tenant_beside_a_large_one_gets_its_own_top_k(svc, client):
     small = remember(svc, "small", {"pet:dog": FACTS["pet:dog"]})
     synced(svc)
     hits, _ = svc.qdrant.nearest(
-        svc.memory_settings.get(), MemoryFilter(api_key_id="small"), "golden retriever", 20
+        svc.memory_settings.get(), Reach(("small",)), "golden retriever", 20
     )
     assert [memory_id for memory_id, _ in hits] == [small["pet:dog"]]
 

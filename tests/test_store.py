@@ -15,7 +15,7 @@ pytestmark = pytest.mark.both_stores
 
 def search(store: MemoryStore, query: str, owner: str = "alice") -> list[str]:
     with store.db.read() as conn:
-        hits = keyword_search(conn, api_key_id=owner, query=query, now_iso=store.now())
+        hits = keyword_search(conn, owners=(owner,), query=query, now_iso=store.now())
     return [memory.content for memory, _ in hits]
 
 

@@ -120,8 +120,9 @@ class TestMemoriesTab:
         dialog = studio.get("/dashboard/memory").text.split('<dialog id="add-memory"')[1]
         assert "laptop" in dialog and "old phone" not in dialog
 
-    def test_without_keys_the_add_dialog_says_to_create_one(self, studio):
-        assert "Create an API key</a> first" in studio.get("/dashboard/memory").text
+    def test_without_keys_the_add_dialog_offers_a_global_memory(self, studio):
+        page = studio.get("/dashboard/memory").text
+        assert '<option value="">Global: every key' in page and 'name="userId"' in page
 
     def test_the_switch_shows_the_token_cost_when_memory_is_on(self, studio, svc):
         off = studio.get("/dashboard/memory").text

@@ -9,6 +9,7 @@ from marshmallow.validate import Length, OneOf, Range
 
 from omniroute.core.fields import StrictBoolean
 from omniroute.jobs import request_backfill
+from omniroute.memory.schemas import user_id_field
 from omniroute.memory.search.preview import preview_retrieval
 from omniroute.memory.search.retrieval import STRATEGIES
 from omniroute.memory.settings import MAX_BUDGET_TOKENS
@@ -28,7 +29,13 @@ class PreviewSchema(ma.Schema):
         metadata={"description": f"Clamped to {MAX_BUDGET_TOKENS}, as a chat's budget is."},
     )
     limit = ma.fields.Integer(load_default=20, strict=True, validate=Range(1, 100))
-    sessionId = ma.fields.String()
+    sessionId = ma.fields.String(
+        metadata={"description": "As a chat of this session sees: its memories and those of none."}
+    )
+    userId = user_id_field(
+        "As a chat of this end user sees: their memories, the key's and the global ones.",
+        load_default="",
+    )
 
 
 class PreviewItemSchema(ma.Schema):
@@ -36,6 +43,8 @@ class PreviewItemSchema(ma.Schema):
     type = ma.fields.String()
     key = ma.fields.String()
     content = ma.fields.String()
+    scope = ma.fields.String(metadata={"description": "user, key or global"})
+    userId = ma.fields.String()
     score = ma.fields.Float()
     tokens = ma.fields.Integer()
     tier = ma.fields.String(metadata={"description": "recent, keyword, vector or hybrid"})
@@ -104,6 +113,7 @@ class RetrievePreview(MethodView):
             max_tokens=body["maxTokens"],
             limit=body["limit"],
             session_id=body.get("sessionId"),
+            user_id=body["userId"],
         )
 
 

@@ -8,6 +8,7 @@ from marshmallow.validate import Length, OneOf, Range
 
 from omniroute.core.fields import StrictBoolean, Timestamp
 from omniroute.memory.model import MEMORY_TYPES
+from omniroute.memory.schemas import user_id_field
 
 MAX_BUDGET = 1_000_000
 
@@ -20,10 +21,16 @@ class ClearQuery(ma.Schema):
     )
     type = ma.fields.String(validate=OneOf(MEMORY_TYPES))
     sessionId = ma.fields.String()
+    userId = user_id_field("Only this end user's memories (a person asking to be forgotten).")
     olderThan = Timestamp(metadata={"description": "Only memories created before it."})
     dryRun = ma.fields.Boolean(
         load_default=False, metadata={"description": "Count what would go; delete nothing."}
     )
+
+
+class EraseUserSchema(ma.Schema):
+    apiKeyId = ma.fields.String(required=True, validate=Length(min=1))
+    userId = user_id_field("The end user to forget.", required=True)
 
 
 class ClearedSchema(ma.Schema):

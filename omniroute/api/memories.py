@@ -29,7 +29,7 @@ from omniroute.api.memory_schemas import (
     SuccessSchema,
 )
 from omniroute.core.clock import to_iso
-from omniroute.core.errors import abort_unknown, error_payload
+from omniroute.core.errors import abort_invalid, abort_unknown, error_payload
 from omniroute.memory.backends.base import BackendError, NeedsKey, NewMemory
 from omniroute.memory.backends.serving import ServingMemories
 from omniroute.memory.listing import ListingQuery, filters_from
@@ -88,6 +88,7 @@ class MemoryCollection(MethodView):
             api_key_id=args["apiKeyId"],
             type=args.get("type"),
             session_id=args.get("sessionId"),
+            user_id=args.get("userId") or None,
             created_before=to_iso(args["olderThan"]) if "olderThan" in args else None,
         )
         with _served() as serving:
@@ -100,11 +101,14 @@ class MemoryCollection(MethodView):
     def post(self, body):
         """Create a memory, or update the key's memory with the same `key`
 
-        An upsert on (apiKeyId, key): an existing memory keeps its id and creation time,
-        and its metadata is merged with the new metadata (new values win).
+        An upsert on (apiKeyId, userId, key): an existing memory keeps its id and creation
+        time, and its metadata is merged with the new metadata (new values win). Without
+        `apiKeyId` the memory is global: every key's chats read it, within the budget share
+        `globalBudgetPercent`, and no gateway key can change it (docs/scopes.md).
         """
-        if services().keys.get(body["apiKeyId"]) is None:
-            abort_unknown("apiKeyId", NO_SUCH_KEY)
+        if problem := owner_problem(body["apiKeyId"], body["userId"], _active_key):
+            field, message = problem
+            (abort_unknown if field == "apiKeyId" else abort_invalid)(field, message)
         try:
             with _served() as serving:
                 memory, created = serving.create(new_memory(body))
@@ -114,6 +118,19 @@ class MemoryCollection(MethodView):
 
 
 NO_SUCH_KEY = "No active API key has this id."
+GLOBAL_HAS_NO_USER = "A global memory (no apiKeyId) belongs to no end user: drop userId."
+
+
+def _active_key(api_key_id: str) -> bool:
+    return services().keys.get(api_key_id) is not None
+
+
+def owner_problem(api_key_id: str, user_id: str, is_active) -> tuple[str, str] | None:
+    """(field, message) when a memory cannot belong to this key and end user: a key that is
+    not active (`is_active(id)` says), or an end user of no key."""
+    if not api_key_id:
+        return ("userId", GLOBAL_HAS_NO_USER) if user_id else None
+    return None if is_active(api_key_id) else ("apiKeyId", NO_SUCH_KEY)
 
 
 def new_memory(body: dict) -> NewMemory:
@@ -127,6 +144,7 @@ def new_memory(body: dict) -> NewMemory:
         session_id=body["sessionId"],
         metadata=body["metadata"],
         expires_at=to_iso(expires_at) if expires_at else None,
+        user_id=body["userId"],
     )
 
 
@@ -153,7 +171,8 @@ class MemoryHealth(MethodView):
 # other methods are a 405 naming theirs, never a memory's GET, PUT or DELETE; the spec names
 # them (a test keeps the list in step with the routes).
 SIBLING_ROUTES = (
-    "backends", "compact", "embedding-providers", "engine-status", "export", "health", "import",
+    "backends", "compact", "embedding-providers", "engine-status", "erase", "export", "health",
+    "import",
     "reindex", "retrieve-preview", "summarize",
 )  # fmt: skip
 

@@ -10,20 +10,48 @@ import logging
 from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 
+from omniroute.api.keys import ErasedSchema
 from omniroute.api.life_schemas import (
     CompactResultSchema,
     CompactSchema,
+    EraseUserSchema,
     PeriodicJobRunSchema,
     PeriodicJobsSchema,
     SummarizeSchema,
     SummaryResultSchema,
 )
+from omniroute.core.errors import abort_unknown
 from omniroute.jobs.periodic.schedule import BY_ID
 from omniroute.jobs.periodic.tasks import run_periodic
+from omniroute.memory.life.erase import erase_owner
+from omniroute.memory.listing import count_live
+from omniroute.memory.model import MemoryFilter
 from omniroute.services import services
 
 log = logging.getLogger(__name__)
 blp = Blueprint("life", __name__, url_prefix="/api", description="Memory life cycle")
+
+
+@blp.route("/memory/erase")
+class EraseUser(MethodView):
+    @blp.arguments(EraseUserSchema)
+    @blp.response(200, ErasedSchema)
+    def post(self, body):
+        """Forget one end user of a key
+
+        Every memory of that user of the key goes, with its vectors, keyword rows, Qdrant
+        points (queued), history and the chat texts waiting for extraction; the database is
+        scrubbed after (as a key's erase: DELETE /api/keys/{id}?erase=true). The key's
+        shared memories and its other users' stay. Answers what went, by kind.
+        """
+        svc = services()
+        if svc.keys.get(body["apiKeyId"]) is None and not _has_memories(body["apiKeyId"]):
+            abort_unknown("apiKeyId", "No API key has this id, and no memory names it.")
+        return erase_owner(svc.memories, body["apiKeyId"], body["userId"]).as_dict()
+
+
+def _has_memories(api_key_id: str) -> bool:
+    return count_live(services().memories, MemoryFilter(api_key_id=api_key_id)) > 0
 
 
 @blp.route("/memory/summarize")

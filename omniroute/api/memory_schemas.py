@@ -8,7 +8,7 @@ from marshmallow.validate import Length, OneOf
 from omniroute.core.clock import utc_now
 from omniroute.core.fields import ChangeSchema, Timestamp, not_blank, plain_json
 from omniroute.memory.model import MEMORY_TYPES
-from omniroute.memory.schemas import MemorySchema
+from omniroute.memory.schemas import MemorySchema, user_id_field
 
 MAX_CONTENT_CHARS = 65_536
 MAX_KEY_CHARS = 256
@@ -65,7 +65,16 @@ class MemoryCreateSchema(ma.Schema):
     type = _type(load_default="factual")
     sessionId = ma.fields.String(load_default="", validate=Length(max=MAX_SESSION_CHARS))
     apiKeyId = ma.fields.String(
-        required=True, validate=Length(min=1), metadata={"description": "Id of a gateway key."}
+        load_default="",
+        metadata={
+            "description": "Id of a gateway key; absent or '' makes a global memory, which "
+            "every key's chats read (docs/scopes.md)."
+        },
+    )
+    userId = user_id_field(
+        "The end user of the key it is for (absent: the key's shared memory); not with a "
+        "global memory.",
+        load_default="",
     )
     metadata = ma.fields.Dict(keys=ma.fields.String(), load_default=dict, validate=plain_json)
     expiresAt = Timestamp(allow_none=True, load_default=None, validate=_in_future)

@@ -14,7 +14,7 @@ from flask_smorest import Blueprint
 from marshmallow.validate import Length
 from sqlalchemy.exc import SQLAlchemyError
 
-from omniroute.api.memories import NO_SUCH_KEY, new_memory
+from omniroute.api.memories import new_memory, owner_problem
 from omniroute.api.memory_schemas import MemoryCreateSchema, MemorySchema
 from omniroute.core.clock import to_iso, utc_now
 from omniroute.core.errors import field_details
@@ -189,7 +189,7 @@ def _check_item(
     except ma.ValidationError as exc:
         result["errors"] = field_details({"json": exc.messages})
         return result, None
-    if loaded["apiKeyId"] not in active_keys:
-        result["errors"] = [{"field": "apiKeyId", "message": NO_SUCH_KEY}]
+    if problem := owner_problem(loaded["apiKeyId"], loaded["userId"], active_keys.__contains__):
+        result["errors"] = [{"field": problem[0], "message": problem[1]}]
         return result, None
     return result, loaded

@@ -28,6 +28,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/api/memory/reindex"): "startReindex",
     ("post", "/api/memory/summarize"): "summarizeMemories",
     ("post", "/api/memory/compact"): "compactMemories",
+    ("post", "/api/memory/erase"): "eraseEndUser",
     ("get", "/api/jobs"): "listPeriodicJobs",
     ("post", "/api/jobs/{job_id}/run"): "runPeriodicJob",
     ("get", "/api/keys"): "listKeys",

@@ -35,11 +35,11 @@ def request_extraction(queue: JobQueue, entry_id: str) -> None:
 
 
 def request_extraction_of_text(
-    queue: JobQueue, api_key_id: str, session_id: str, text: str, source: str
+    queue: JobQueue, api_key_id: str, session_id: str, text: str, source: str, user_id: str = ""
 ) -> None:
     """Extract a text that has no outbox row (the row could not be written): the job is its
     only record, as every extraction was before the outbox."""
-    queue.enqueue(EXTRACTION_QUEUE, EXTRACT_FACTS, api_key_id, session_id, text, source)
+    queue.enqueue(EXTRACTION_QUEUE, EXTRACT_FACTS, api_key_id, session_id, text, source, user_id)
 
 
 def requeue_stale_extractions(queue: JobQueue, outbox: ExtractionOutbox) -> int:

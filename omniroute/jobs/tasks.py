@@ -26,12 +26,13 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
     """Store the facts of one extraction outbox row, and delete the row; return how many.
 
     A job queued before the outbox (or when its row could not be written) carries the text
-    itself: (api_key_id, session_id, text, source).
+    itself: (api_key_id, session_id, text, source[, user_id]) (one queued before end users
+    has no user_id).
     """
     svc = services()
     if text_job:
-        session_id, text, source = text_job
-        count = svc.outbox.store_text(entry_id, session_id, text, source)
+        session_id, text, source, *user = text_job
+        count = svc.outbox.store_text(entry_id, session_id, text, source, *user)
     else:
         count = svc.outbox.process(entry_id) or 0
     job = get_current_job()

@@ -1,7 +1,9 @@
 """The memory tools: the reference's search, add and clear, plus get, update and delete.
 
-Each tool acts on one key's memories (see auth.py). Failures come back as MCP tool errors
-with a clear message; the server itself never crashes on bad input.
+Each tool acts on one key's memories (see auth.py), and on one end user's among them when
+`userId` names one (docs/scopes.md); a search also reads the global memories, which only the
+admin may change. Failures come back as MCP tool errors with a clear message; the server
+itself never crashes on bad input.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from omniroute.core.keys import READ_MEMORY, WRITE_MEMORY
 from omniroute.core.text_rules import UnstorableText
 from omniroute.mcp.auth import Caller, GatewayTokenVerifier, current_caller
 from omniroute.memory.backends.base import NewMemory
-from omniroute.memory.model import MemoryFilter
-from omniroute.memory.search.budget import within_budget
+from omniroute.memory.model import MAX_USER_CHARS, MemoryFilter, user_id_problem
+from omniroute.memory.search.budget import within_shares
 from omniroute.memory.search.tokens import count_tokens
 from omniroute.memory.store import KeyConflict, MemoryNotFound
 from omniroute.services import Services
@@ -49,6 +51,14 @@ MemoryKey = Annotated[
         "or `decision:database`; one key holds one memory, so reusing it updates that memory.",
     ),
 ]
+UserId = Annotated[
+    str,
+    Field(
+        max_length=MAX_USER_CHARS,
+        description="The end user of the key it is about (your application's id for the "
+        "person); leave out for the key's shared memories.",
+    ),
+]
 MemoryId = Annotated[str | None, Field(description="The memory's id (from search or add).")]
 KeyRef = Annotated[
     str | None,
@@ -71,11 +81,21 @@ def _memory(memory, score: float | None = None) -> dict[str, Any]:
     }
     if memory.session_id:
         compact["sessionId"] = memory.session_id
+    if memory.user_id:
+        compact["userId"] = memory.user_id
+    compact["scope"] = memory.scope
     if memory.expires_at:
         compact["expiresAt"] = memory.expires_at
     if score is not None:
         compact["score"] = round(score, 4)
     return compact
+
+
+def checked_user(user_id: str) -> str:
+    """An end user's id as given ('' for none), or a tool error saying what is wrong."""
+    if user_id and (problem := user_id_problem(user_id)):
+        raise ToolError(f"userId: {problem}")
+    return user_id
 
 
 class MemoryServer(MCPServer):
@@ -131,19 +151,33 @@ def build_server(
 
     memories = svc.serving  # the local store, or the primary backend and its fallbacks
 
-    def owned(caller: Caller, memory_id: str):
+    def owned(caller: Caller, memory_id: str, *, writing: bool):
+        """The caller's memory of this id; a global one to read, or (the admin) to change."""
         memory = memories.get(memory_id)
-        if memory is None or (caller.api_key_id and memory.api_key_id != caller.api_key_id):
+        if memory is None or (
+            caller.api_key_id and memory.api_key_id not in (caller.api_key_id, "")
+        ):
             raise ToolError(f"Memory {memory_id} not found.")
+        if writing and caller.api_key_id and memory.scope == "global":
+            raise ToolError(f"Memory {memory_id} is global: only the admin changes it.")
         return memory
 
-    def referred(caller: Caller, memory_id: str | None, key: str | None, api_key_id: str | None):
-        """The memory an id or a key (of the caller's, or the named key's) refers to."""
+    def referred(
+        caller: Caller,
+        memory_id: str | None,
+        key: str | None,
+        api_key_id: str | None,
+        user_id: str,
+        *,
+        writing: bool = False,
+    ):
+        """The memory an id or a key (of the caller's, or the named key's, and of the end
+        user when named) refers to."""
         if (memory_id is None) == (key is None):
             raise ToolError("Give the memory's id or its key (one of them).")
         if memory_id is not None:
-            return owned(caller, memory_id)
-        memory = memories.get_by_key(caller.owner(api_key_id), key)
+            return owned(caller, memory_id, writing=writing)
+        memory = memories.get_by_key(caller.owner(api_key_id), key, checked_user(user_id))
         if memory is None:
             raise ToolError(f"No memory has the key {key!r}.")
         return memory
@@ -164,18 +198,26 @@ def build_server(
             int | None, Field(ge=1, le=8000, description="Token budget of the answer.")
         ] = None,
         limit: Annotated[int | None, Field(ge=1, le=100, description="At most this many.")] = None,
+        userId: UserId = "",
     ) -> dict[str, Any]:
         """Find the memories that matter for a query (the gateway's own retrieval), or the
-        newest ones without a query. The type filter and the limit apply before the budget."""
+        newest ones without a query: as a chat of the key (and of the end user `userId`)
+        sees them, global memories included. The type filter and the limit apply before the
+        budget."""
         owner = current_caller(stdio_caller, READ_MEMORY).owner(apiKeyId)
+        user_id = checked_user(userId)
 
         def work():
             settings = svc.memory_settings.get()
             budget = maxTokens or settings.max_tokens or 2000
+            share = settings.global_budget_percent
             # The same retrieval, with the same settings, as the proxy.
-            found = memories.recall(owner, query, 100, max_tokens=budget, settings=settings)
+            found = memories.recall(
+                owner, query, 100, max_tokens=budget, settings=settings, user_id=user_id,
+                include_global=share > 0,
+            )  # fmt: skip
             kept = [memory for memory in found.memories if not type or memory.type == type]
-            return within_budget(kept[: limit or 100], budget), found.scores
+            return within_shares(kept[: limit or 100], budget, share), found.scores
 
         taken, scores = await run(work)
         return {
@@ -203,8 +245,10 @@ def build_server(
         metadata: Annotated[
             dict[str, Any] | None, Field(description="Any JSON object to keep with it.")
         ] = None,
+        userId: UserId = "",
     ) -> dict[str, Any]:
-        """Remember a fact; a key the owner already uses is updated (metadata merged)."""
+        """Remember a fact, for the key or for one of its end users (`userId`); a key the
+        owner (that user) already uses is updated (metadata merged)."""
         owner = current_caller(stdio_caller, WRITE_MEMORY).owner(apiKeyId)
         if not content.strip() or not key.strip():
             raise ToolError("key and content must not be blank.")
@@ -215,6 +259,7 @@ def build_server(
             type=type,
             session_id=sessionId,
             metadata=metadata or {},
+            user_id=checked_user(userId),
         )
         memory, created = await run(lambda: memories.create(new))
         message = "Memory created." if created else "Memory with this key updated."
@@ -226,11 +271,11 @@ def build_server(
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     async def get(
-        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
+        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None, userId: UserId = ""
     ) -> dict[str, Any]:
-        """Read one memory, by its id or its key."""
+        """Read one memory, by its id or its key (the end user's, when `userId` is given)."""
         caller = current_caller(stdio_caller, READ_MEMORY)
-        memory = await run(lambda: referred(caller, id, key, apiKeyId))
+        memory = await run(lambda: referred(caller, id, key, apiKeyId, userId))
         return {"success": True, "data": {"memory": _memory(memory)}}
 
     @server.tool(
@@ -256,6 +301,7 @@ def build_server(
         expiresAt: Annotated[
             datetime | None, Field(description="ISO-8601: when to forget it.")
         ] = None,
+        userId: UserId = "",
     ) -> dict[str, Any]:
         """Correct a memory, found by its id or its key: only the fields given change."""
         caller = current_caller(stdio_caller, WRITE_MEMORY)
@@ -275,7 +321,8 @@ def build_server(
             raise ToolError("Give at least one field to change.")
 
         def work():
-            return memories.update(referred(caller, id, key, apiKeyId), changes)
+            memory = referred(caller, id, key, apiKeyId, userId, writing=True)
+            return memories.update(memory, changes)
 
         try:
             memory = await run(work)
@@ -289,13 +336,13 @@ def build_server(
         annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True),
     )
     async def delete(
-        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None
+        id: MemoryId = None, key: KeyRef = None, apiKeyId: ApiKeyId = None, userId: UserId = ""
     ) -> dict[str, Any]:
-        """Forget one memory, by its id or its key."""
+        """Forget one memory, by its id or its key (the end user's, when `userId` is given)."""
         caller = current_caller(stdio_caller, WRITE_MEMORY)
 
         def work():
-            memory = referred(caller, id, key, apiKeyId)
+            memory = referred(caller, id, key, apiKeyId, userId, writing=True)
             memories.delete(memory.id)
             return memory
 
@@ -315,14 +362,18 @@ def build_server(
             datetime | None, Field(description="ISO-8601: only memories created before it.")
         ] = None,
         dryRun: Annotated[bool, Field(description="Count what would go; delete nothing.")] = False,
+        userId: Annotated[
+            str, Field(max_length=MAX_USER_CHARS, description="Only this end user's memories.")
+        ] = "",
     ) -> dict[str, Any]:
         """Forget every memory of the key that matches the filters, all of them. With no
-        filter it deletes EVERY memory of the key: try dryRun first."""
+        filter it deletes EVERY memory of the key (of every end user): try dryRun first."""
         owner = current_caller(stdio_caller, WRITE_MEMORY).owner(apiKeyId)
         doomed = MemoryFilter(
             api_key_id=owner,
             type=type,
             session_id=sessionId,
+            user_id=checked_user(userId) or None,
             created_before=to_iso(olderThan) if olderThan else None,
         )
         count = await run(lambda: memories.clear(doomed, dry_run=dryRun))

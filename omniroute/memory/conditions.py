@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, or_
+from sqlalchemy import ColumnElement, and_, bindparam, literal_column, or_, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from omniroute.core.db.sql import folded_position
@@ -31,6 +33,10 @@ def matching(filters: MemoryFilter) -> list[ColumnElement[bool]]:
         conditions.append(memories.c.type == filters.type)
     if filters.session_id is not None:
         conditions.append(memories.c.session_id == filters.session_id)
+    if filters.user_id is not None:
+        conditions.append(memories.c.user_id == filters.user_id)
+    if filters.scope is not None:
+        conditions += SCOPE_CONDITIONS[filters.scope]()
     if filters.created_after is not None:
         conditions.append(memories.c.created_at >= filters.created_after)
     if filters.created_before is not None:
@@ -45,15 +51,26 @@ def matching(filters: MemoryFilter) -> list[ColumnElement[bool]]:
     return conditions
 
 
-def search_conditions(rows: Any, by_session: bool, by_age: bool) -> ColumnElement[bool]:
-    """A keyword search's conditions on one owner's live `rows` (an alias of memories), with
-    bind parameters `owner`, `now` and, when used, `session` and `after`."""
-    conditions = [
-        rows.c.api_key_id == bindparam("owner"),
-        not_expired(rows.c.expires_at, bindparam("now")),
-    ]
+SCOPE_CONDITIONS = {
+    "global": lambda: [memories.c.api_key_id == ""],
+    "key": lambda: [memories.c.api_key_id != "", memories.c.user_id == ""],
+    "user": lambda: [memories.c.user_id != ""],
+}
+
+
+def search_conditions(
+    rows: Any, by_session: bool, by_age: bool, owner: ColumnElement[bool] | None = None
+) -> ColumnElement[bool]:
+    """A search's conditions on live `rows` (an alias of memories) of its partitions
+    (model.owner_of), bound as the list `owners` (or the condition `owner` given), with bind
+    parameters `now` and, when used, `session` and `after`. A session's search sees its own
+    memories and those of no session."""
+    if owner is None:
+        owner = rows.c.owner.in_(bindparam("owners", expanding=True))
+    conditions = [owner, not_expired(rows.c.expires_at, bindparam("now"))]
     if by_session:
-        conditions.append(rows.c.session_id == bindparam("session"))
+        session = rows.c.session_id
+        conditions.append(or_(session == bindparam("session"), session == literal_column("''")))
     if by_age:
         conditions.append(rows.c.created_at >= bindparam("after"))
     return and_(*conditions)
@@ -61,12 +78,24 @@ def search_conditions(rows: Any, by_session: bool, by_age: bool) -> ColumnElemen
 
 def search_sql_parts(dialect: str, by_session: bool, by_age: bool) -> tuple[str, str]:
     """For a search written as text over `memories AS m`: a Memory's columns, and the search's
-    conditions compiled for the dialect (named binds on SQLite, pyformat on PostgreSQL)."""
+    conditions compiled for the dialect (named binds on SQLite, pyformat on PostgreSQL; the
+    owners bound as owners_bind makes them)."""
     m = memories.alias("m")
     compiler = (
         postgresql.dialect(paramstyle="pyformat")
         if dialect == "postgresql"
         else sqlite.dialect(paramstyle="named")
     )
-    where = search_conditions(m, by_session, by_age).compile(dialect=compiler)
+    # Text binds no list: SQLite takes the owners as a JSON array, PostgreSQL as an array.
+    owner = text(
+        "m.owner = ANY(:owners)"
+        if dialect == "postgresql"
+        else "m.owner IN (SELECT value FROM json_each(:owners))"
+    )
+    where = search_conditions(m, by_session, by_age, owner).compile(dialect=compiler)
     return ", ".join(f"m.{name}" for name in MEMORY_COLUMNS), str(where)
+
+
+def owners_bind(dialect: str, owners: Sequence[str]) -> Any:
+    """The `owners` of a text search (search_sql_parts) as its dialect binds them."""
+    return list(owners) if dialect == "postgresql" else json.dumps(list(owners))

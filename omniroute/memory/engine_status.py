@@ -8,6 +8,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from omniroute.memory.life.backfill import Backfill
 from omniroute.memory.listing import count_live
+from omniroute.memory.model import USER_SEPARATOR
 from omniroute.memory.search.fts import keyword_search
 from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.settings import MemoryConfig
@@ -57,13 +58,16 @@ def engine_status(
 
 
 def keyword_tier(retriever: Retriever) -> dict[str, Any]:
-    """The keyword index, probed with a search of its own (no key has the empty id): a
-    missing or broken FTS5 table or tsvector column says so here, with the store's words."""
+    """The keyword index, probed with a search of a partition no memory has (a lone
+    separator: model.owner_of never makes it): a missing or broken FTS5 table or tsvector
+    column says so here, with the store's words."""
     store = retriever.store
     backend = KEYWORD_BACKENDS[store.db.dialect]
     try:
         with store.db.read() as conn:
-            keyword_search(conn, api_key_id="", query="probe", now_iso=store.now(), limit=1)
+            keyword_search(
+                conn, owners=(USER_SEPARATOR,), query="probe", now_iso=store.now(), limit=1
+            )
     except SQLAlchemyError as exc:
         return {"available": False, "backend": backend, "reason": str(exc.orig or exc)}
     return {"available": True, "backend": backend, "reason": None}

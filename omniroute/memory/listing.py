@@ -15,7 +15,8 @@ from marshmallow.validate import OneOf, Range
 from sqlalchemy import Connection, case, func, select, tuple_
 
 from omniroute.core.db.tables import memories
-from omniroute.memory.model import MEMORY_TYPES, Memory, MemoryFilter, MemoryPage
+from omniroute.memory.model import MEMORY_TYPES, SCOPES, Memory, MemoryFilter, MemoryPage
+from omniroute.memory.schemas import user_id_field
 from omniroute.memory.store import MemoryStore
 
 EXPORT_BATCH = 500
@@ -40,6 +41,14 @@ class ListingQuery(ma.Schema):
     apiKeyId = ma.fields.String(metadata={"description": "Empty means every key."})
     type = ma.fields.String(validate=OneOf(MEMORY_TYPES))
     sessionId = ma.fields.String()
+    userId = user_id_field("One end user's memories (of any key unless apiKeyId is given).")
+    scope = ma.fields.String(
+        validate=OneOf(SCOPES),
+        metadata={
+            "description": "`global` (no key's), `key` (keys' shared memories) or `user` (end "
+            "users' memories); absent: all."
+        },
+    )
 
 
 def filters_from(query: Mapping[str, Any]) -> MemoryFilter:
@@ -48,6 +57,8 @@ def filters_from(query: Mapping[str, Any]) -> MemoryFilter:
         api_key_id=query.get("apiKeyId") or None,
         type=query.get("type") or None,
         session_id=query.get("sessionId"),
+        user_id=query.get("userId") or None,
+        scope=query.get("scope") or None,
         text=query.get("q") or None,
     )
 

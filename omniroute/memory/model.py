@@ -3,11 +3,50 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 MEMORY_TYPES = ("factual", "episodic", "procedural", "semantic")
+# Joins a key and one of its end users into their search partition: no id may hold it.
+USER_SEPARATOR = "\x1f"
+# Whose memories a filter lists: nobody's key (global), a key's shared ones, end users'.
+SCOPES = ("global", "key", "user")
+
+
+MAX_USER_CHARS = 256
+
+
+def user_id_problem(user_id: str) -> str | None:
+    """Why `user_id` cannot name an end user, or None: at most MAX_USER_CHARS characters of
+    text, not blank, no control character (the separator of owner_of is one)."""
+    if len(user_id) > MAX_USER_CHARS:
+        return f"An end user's id has at most {MAX_USER_CHARS} characters."
+    if not user_id.strip():
+        return "An end user's id must not be blank."
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in user_id):
+        return "An end user's id must not hold control characters or lone surrogates."
+    return None
+
+
+def owner_of(api_key_id: str, user_id: str = "") -> str:
+    """The search partition a memory lives in, as the `owner` column computes it: the key
+    for its shared memories ('' for global ones), the key and the user for a user's."""
+    return f"{api_key_id}{USER_SEPARATOR}{user_id}" if user_id else api_key_id
+
+
+def split_owner(owner: str) -> tuple[str, str]:
+    """(api_key_id, user_id) of a search partition: owner_of undone."""
+    api_key_id, _, user_id = owner.partition(USER_SEPARATOR)
+    return api_key_id, user_id
+
+
+def scope_of(api_key_id: str, user_id: str) -> str:
+    """`global`, `key` or `user`: who a memory belongs to."""
+    if not api_key_id:
+        return "global"
+    return "user" if user_id else "key"
 
 
 @dataclass(frozen=True)
@@ -24,6 +63,15 @@ class Memory:
     expires_at: str | None = None
     access_count: int = 0
     last_accessed_at: str | None = None
+    user_id: str = ""  # the end user of its key it belongs to; '' for the key's shared ones
+
+    @property
+    def owner(self) -> str:
+        return owner_of(self.api_key_id, self.user_id)
+
+    @property
+    def scope(self) -> str:
+        return scope_of(self.api_key_id, self.user_id)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Memory:
@@ -47,9 +95,11 @@ _METADATA = MEMORY_COLUMNS.index("metadata")
 
 @dataclass(frozen=True)
 class MemoryFilter:
-    api_key_id: str | None = None
+    api_key_id: str | None = None  # '' is the global memories
     type: str | None = None
     session_id: str | None = None
+    user_id: str | None = None  # '' is the key's shared memories
+    scope: str | None = None  # one of SCOPES
     # A literal, case-insensitive substring of content or key (`%` and `_` match themselves).
     text: str | None = None
     # Only memories created at or after this time (ISO text, as stored).

@@ -3,12 +3,46 @@
 from __future__ import annotations
 
 import marshmallow as ma
+from marshmallow.validate import Length, Regexp
+
+from omniroute.memory.model import MAX_USER_CHARS
+
+
+# An end user's id as user_id_problem allows it, or '' (none): no control character (C0, DEL,
+# C1), something besides white space. A pattern, so that the spec says it too.
+_CONTROLS = "\\x00-\\x1f\\x7f-\\x9f"
+USER_ID_PATTERN = Regexp(
+    f"^([^{_CONTROLS}]*[^\\s{_CONTROLS}][^{_CONTROLS}]*)?(?![\\s\\S])",
+    error="An end user's id is text with something besides white space and no control "
+    "character.",
+)
+
+
+def user_id_field(description: str, *, required: bool = False, **kwargs) -> ma.fields.String:
+    """An end user's id (docs/scopes.md): text of at most MAX_USER_CHARS characters, not
+    blank, without control characters; '' names none (unless it is `required`)."""
+    return ma.fields.String(
+        required=required,
+        validate=[Length(1 if required else 0, MAX_USER_CHARS), USER_ID_PATTERN],
+        metadata={"description": description},
+        **kwargs,
+    )
 
 
 class MemorySchema(ma.Schema):
     id = ma.fields.String()
     apiKeyId = ma.fields.String(attribute="api_key_id")
     sessionId = ma.fields.String(attribute="session_id")
+    userId = ma.fields.String(
+        attribute="user_id",
+        metadata={"description": "The end user of the key it belongs to; '' for the key's own."},
+    )
+    scope = ma.fields.String(
+        metadata={
+            "description": "`user` (one end user's), `key` (the key's shared memories) or "
+            "`global` (no key's: every key's chats read it)."
+        }
+    )
     type = ma.fields.String()
     key = ma.fields.String()
     content = ma.fields.String()

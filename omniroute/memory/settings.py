@@ -22,6 +22,8 @@ from omniroute.core.db.settings_store import SettingsStore
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "multilingual", "auto")
 CHAT_STRATEGIES = ("recent", "semantic", "hybrid")  # how a chat retrieves (search.retrieval)
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
+# What a chat sees of its key: docs/scopes.md.
+SCOPE_CHOICES = ("apiKey", "session", "user")
 
 # The kinds of value a setting takes.
 BOOLEAN = "boolean"
@@ -131,6 +133,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("strategy", "memoryStrategy", "hybrid", CHOICE,
             "How chat requests retrieve: newest first, by meaning, or keywords and meaning.",
             choices=CHAT_STRATEGIES),
+    Setting("scope", "memoryScope", "apiKey", CHOICE,
+            "What a chat's retrieval sees of its key (docs/scopes.md): `apiKey`, the key's "
+            "shared memories and the named end user's own; `session`, of those only the "
+            "request's session's and those of no session; `user`, as apiKey but a request "
+            "that names no end user gets no memory and leaves none.", choices=SCOPE_CHOICES),
+    Setting("globalBudgetPercent", "memoryGlobalBudgetPercent", 25, INTEGER,
+            "The share of a chat's budget that global memories (of no key, written by the "
+            "admin) may take, in percent; 0 injects none.", low=0, high=100),
     Setting("embeddingSource", "memoryEmbeddingSource", "auto", CHOICE,
             "Where vectors come from; `auto` takes the first available of remote, "
             "multilingual, static, transformers.", choices=EMBEDDING_SOURCES),
@@ -193,6 +203,8 @@ class MemoryConfig:
     summarize_budget_tokens: int
     summarize_provider_model: str | None
     strategy: str
+    scope: str
+    global_budget_percent: int
     embedding_source: str
     embedding_provider_model: str | None
     transformers_enabled: bool

@@ -40,6 +40,8 @@ CACHE_TTL_SECONDS = 5.0
 CACHE_MAX_ENTRIES = 500
 
 _UNSET: Any = object()
+# What an item of create_many may give besides its key, metadata and api_key_id.
+ITEM_FIELDS = ("session_id", "type", "content", "expires_at", "user_id")
 
 
 class Mirror(Protocol):
@@ -122,29 +124,32 @@ class MemoryStore:
         session_id: str = "",
         metadata: Mapping[str, Any] | None = None,
         expires_at: str | None = None,
+        user_id: str = "",
         connection: Connection | None = None,
     ) -> tuple[Memory, bool]:
-        """Upsert on (api_key_id, key); return the memory and whether it was created.
+        """Upsert on (api_key_id, user_id, key); return the memory and whether it was created.
 
         An existing live row keeps its id, created_at and access telemetry; its metadata is
         merged (new values win). An expired row counts as absent: it is deleted and replaced.
+        `user_id` names the end user of the key it belongs to ('' for the key's own).
         """
-        check_fields(key=key, content=content, session_id=session_id, metadata=metadata)
+        check_fields(
+            key=key, content=content, session_id=session_id, metadata=metadata, user_id=user_id
+        )
         now = self.now()
         fields = {
             "session_id": session_id,
             "type": type,
             "content": content,
             "expires_at": expires_at,
+            "user_id": user_id,
         }
         with self.joined(connection, self.db.write) as conn:
             # Insert first: a new key (an import's every memory) costs one statement.
             memory = _new_memory(api_key_id, key, metadata, fields, now)
             created = bool(self._insert(conn, [memory], now))
             if not created:  # the key is taken
-                existing = self._row(
-                    conn, memories.c.api_key_id == api_key_id, memories.c.key == key
-                )
+                existing = self._row(conn, *_holder(api_key_id, user_id, key))
                 if existing is None or existing.is_expired(now):  # absent, or as good as
                     if existing is not None:
                         self.delete_row(conn, existing, now, "expired")
@@ -168,10 +173,10 @@ class MemoryStore:
         now = self.now()
         fresh = []
         for item in items:
-            fields = {name: item[name] for name in ("session_id", "type", "content", "expires_at")
-                      if name in item}  # fmt: skip
+            fields = {name: item[name] for name in ITEM_FIELDS if name in item}
             check_fields(key=item["key"], metadata=item.get("metadata"), **fields)
-            fields = {"session_id": "", "type": "factual", "expires_at": None, **fields}
+            fields = {"session_id": "", "type": "factual", "expires_at": None, "user_id": "",
+                      **fields}  # fmt: skip
             fresh.append(_new_memory(item["api_key_id"], item["key"], item.get("metadata"),
                                      fields, now))  # fmt: skip
         inserted = self._insert(connection, fresh, now) if fresh else set()
@@ -210,11 +215,9 @@ class MemoryStore:
         with self.joined(connection, self.db.write) as conn:
             existing = self._live_row(conn, memory_id, now)
             if "key" in changes and changes["key"] != existing.key:
-                self.db.take_turns(conn, "memory-key", existing.api_key_id, changes["key"])
+                self.db.take_turns(conn, "memory-key", existing.owner, changes["key"])
                 holder = self._row(
-                    conn,
-                    memories.c.api_key_id == existing.api_key_id,
-                    memories.c.key == changes["key"],
+                    conn, *_holder(existing.api_key_id, existing.user_id, changes["key"])
                 )
                 if holder is not None and holder.is_expired(now):
                     self.delete_row(conn, holder, now, "expired")
@@ -280,10 +283,10 @@ class MemoryStore:
         with self.db.read() as conn:
             return self._row(conn, memories.c.id == memory_id)
 
-    def get_by_key(self, api_key_id: str, key: str) -> Memory | None:
-        """The owner's live memory with this key, or None."""
+    def get_by_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None:
+        """The live memory of the key (of one of its users, if named) with this key, or None."""
         with self.db.read() as conn:
-            memory = self._row(conn, memories.c.api_key_id == api_key_id, memories.c.key == key)
+            memory = self._row(conn, *_holder(api_key_id, user_id, key))
         return None if memory is None or memory.is_expired(self.now()) else memory
 
     def find(
@@ -333,7 +336,9 @@ class MemoryStore:
         remade each time, and making it took most of an insert (bench: a bulk import)."""
         return (
             self.db.insert(memories)
-            .on_conflict_do_nothing(index_elements=[memories.c.api_key_id, memories.c.key])
+            .on_conflict_do_nothing(
+                index_elements=[memories.c.api_key_id, memories.c.user_id, memories.c.key]
+            )
             .returning(memories.c.id)
         )
 
@@ -426,6 +431,15 @@ class MemoryStore:
         if self._mirror is not None:
             self._mirror.mark(conn, [(m.id, m.api_key_id) for m in doomed], "delete")
         self._forget(*ids, conn=conn)
+
+
+def _holder(api_key_id: str, user_id: str, key: str) -> tuple[Any, ...]:
+    """Conditions for the memory that holds `key` for a key (and one of its users)."""
+    return (
+        memories.c.api_key_id == api_key_id,
+        memories.c.user_id == user_id,
+        memories.c.key == key,
+    )
 
 
 def _new_memory(

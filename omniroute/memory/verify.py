@@ -53,7 +53,7 @@ def _round_trip(store: MemoryStore, stage: list[str]) -> None:
             raise RuntimeError("the test memory was written but not listed")
         stage[0] = "keyword search"
         found = keyword_search(
-            conn, api_key_id=HEALTH_CHECK_OWNER, query=TEST_CONTENT, now_iso=store.now()
+            conn, owners=(HEALTH_CHECK_OWNER,), query=TEST_CONTENT, now_iso=store.now()
         )
         if memory.id not in {m.id for m, _ in found}:
             raise RuntimeError("the test memory was written but not found")

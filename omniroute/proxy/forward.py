@@ -51,7 +51,7 @@ def forward_with_memory(body: dict[str, Any], user_text: str, dialect: Dialect) 
         unknown_model(exc)
     g.provider, g.model = provider.id, model  # for the request's log line
     svc.activity.add("chats")
-    turn = MemoryTurn.begin(svc, request, g.api_key.id, user_text)
+    turn = MemoryTurn.begin(svc, request, g.api_key.id, body, user_text)
     forwarded = turn.apply(svc, {**body, "model": model}, provider, model, dialect.place)
     g.memories_injected = len(turn.injected)
     g.memory_backend = turn.backend

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,16 +13,16 @@ from omniroute.core.metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from omniroute.core.providers.registry import Provider
 from omniroute.jobs import request_extraction, request_extraction_of_text
 from omniroute.memory.model import Memory
-from omniroute.memory.search.budget import within_budget
+from omniroute.memory.search.budget import within_shares
 from omniroute.memory.search.tokens import count_tokens
 from omniroute.memory.settings import MemoryConfig
 from omniroute.proxy.injection import Placement, inject, render
+from omniroute.proxy.scopes import ChatScope, chat_scope
 from omniroute.services import Services
 
 log = logging.getLogger(__name__)
 
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
-SESSION_HEADER = "x-omniroute-session-id"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
 # How many memories the serving backend is asked for; the token budget then takes its share.
 RECALL_LIMIT = 50
@@ -35,7 +34,7 @@ class MemoryTurn:
 
     enabled: bool
     api_key_id: str
-    session_id: str
+    scope: ChatScope
     user_text: str = ""
     injected: list[str] = field(default_factory=list)
 
@@ -45,14 +44,16 @@ class MemoryTurn:
     failed_backends: tuple[str, ...] = ()
 
     @classmethod
-    def begin(cls, svc: Services, request: Request, api_key_id: str, user_text: str) -> MemoryTurn:
+    def begin(
+        cls, svc: Services, request: Request, api_key_id: str, body: dict[str, Any], user_text: str
+    ) -> MemoryTurn:
         """`user_text` is what the user asked in this request: the query, and the text that
-        extraction reads besides the reply."""
+        extraction reads besides the reply; `body` names the end user, if any (scopes.py)."""
         settings = svc.memory_settings.get()
         opted_out = request.headers.get(NO_MEMORY_HEADER, "").strip().lower() in OPT_OUT_VALUES
-        session_id = request.headers.get(SESSION_HEADER, "").strip() or f"req-{uuid.uuid4()}"
-        enabled = settings.enabled and settings.max_tokens > 0 and not opted_out
-        return cls(enabled, api_key_id, session_id, user_text if enabled else "", settings=settings)
+        scope = chat_scope(request, body, settings)
+        enabled = settings.enabled and settings.max_tokens > 0 and not opted_out and scope.allowed
+        return cls(enabled, api_key_id, scope, user_text if enabled else "", settings=settings)
 
     def apply(
         self,
@@ -69,7 +70,9 @@ class MemoryTurn:
         started = time.perf_counter()
         found = self._recall(svc)
         svc.activity.retrieval(time.perf_counter() - started)
-        memories = within_budget(found, self.settings.max_tokens)
+        memories = within_shares(
+            found, self.settings.max_tokens, self.settings.global_budget_percent
+        )
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
@@ -95,6 +98,9 @@ class MemoryTurn:
             RECALL_LIMIT,
             max_tokens=self.settings.max_tokens,
             settings=self.settings,
+            user_id=self.scope.user_id,
+            include_global=self.settings.global_budget_percent > 0,
+            session_id=self.scope.search_session,
         )
         self.backend, self.failed_backends = found.backend, found.failed
         fell_back = found.fallback_reason is not None or found.ranking_fell_back
@@ -113,13 +119,19 @@ class MemoryTurn:
             return
         texts = [(self.user_text, "user_message"), (reply, "llm_response")]
         try:
-            entries = svc.outbox.put(self.api_key_id, self.session_id, texts)
+            scope = self.scope
+            entries = svc.outbox.put(self.api_key_id, scope.session_id, texts, scope.user_id)
         except Exception:
             log.exception("extraction outbox not written; the jobs carry the texts")
             for text, source in texts:
                 if text.strip():
                     request_extraction_of_text(
-                        svc.jobs, self.api_key_id, self.session_id, text, source
+                        svc.jobs,
+                        self.api_key_id,
+                        self.scope.session_id,
+                        text,
+                        source,
+                        self.scope.user_id,
                     )
             return
         for entry_id in entries:

@@ -14,6 +14,7 @@ from omniroute.memory.backends.base import BackendError
 from omniroute.memory.backends.local import LOCAL_ID
 from omniroute.memory.embedding.base import EmbeddingError
 from omniroute.memory.listing import ListingQuery, filters_from
+from omniroute.memory.model import user_id_problem
 from omniroute.memory.qdrant.config import QUANTIZATIONS
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.search.preview import preview_retrieval
@@ -23,7 +24,11 @@ from omniroute.services import Services
 
 PAGE_SIZE = 20
 PREVIEW_LIMIT = 20
-_LISTING = ListingQuery(only=("q", "type", "apiKeyId", "page"), unknown=ma.EXCLUDE)
+_LISTING = ListingQuery(
+    only=("q", "type", "apiKeyId", "userId", "scope", "page"), unknown=ma.EXCLUDE
+)
+# The scope filter's choices, as the list names them.
+SCOPE_LABELS = {"global": "Global (no key)", "key": "Keys' shared", "user": "End users'"}
 
 
 BUDGET_SETTING = BY_NAME["maxTokens"]
@@ -51,6 +56,8 @@ def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
         "q": query.get("q", "").strip(),
         "type": query.get("type", ""),
         "apiKeyId": query.get("apiKeyId", ""),
+        "userId": query.get("userId", ""),
+        "scope": query.get("scope", ""),
     }
     given = {name: value for name, value in filters.items() if value}
     page = query["page"]
@@ -66,6 +73,8 @@ def memories_tab(svc: Services, args: Mapping[str, str]) -> dict[str, Any]:
         failure = str(exc)
     return {
         "filters": filters,
+        "filtered": bool(given),
+        "scope_labels": SCOPE_LABELS,
         "listing": found,
         "serving": _serving_name(svc),
         "backend_failure": failure,
@@ -115,6 +124,7 @@ def playground_tab(
         "strategy": args.get("strategy") or "hybrid",
         "maxTokens": args.get("maxTokens") or str(settings.max_tokens or 2000),
         "apiKeyId": args.get("apiKeyId") or default_key,
+        "userId": args.get("userId", "").strip(),
     }
     errors = {}
     if form["strategy"] not in STRATEGIES:
@@ -124,6 +134,8 @@ def playground_tab(
         errors["maxTokens"] = f"Give a whole number of tokens from 1 to {BUDGET_SETTING.high}."
     if form["apiKeyId"] not in {key.id for key in keys}:
         errors["apiKeyId"] = "Choose an API key."
+    if form["userId"] and (problem := user_id_problem(form["userId"])):
+        errors["userId"] = problem
     preview = None
     if form["query"].strip() and not errors:
         preview = preview_retrieval(
@@ -134,6 +146,7 @@ def playground_tab(
             strategy=form["strategy"],
             max_tokens=budget,
             limit=PREVIEW_LIMIT,
+            user_id=form["userId"],
         )
     return {
         "form": form,

@@ -3,7 +3,9 @@
 A backend stores memories of many keys; every call names the key it acts for (a create
 carries `api_key_id`, a list or search filters by it). What a backend answers passes
 `owned_by`, the one tenant filter, before any face sees it or deletes by it, so no backend
-can hand one key's memories to another key's request.
+can hand one key's memories to another key's request; a search's answer passes `visible_to`
+too, which keeps an end user's request to their own memories, the key's and the global
+ones (docs/scopes.md).
 
 A kind implements the seven calls (create, get, update, delete, list, search, health);
 `Derived` gives it the rest from those (an upsert on the key, a page with counts, a recall,
@@ -62,6 +64,7 @@ class NewMemory:
     session_id: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     expires_at: str | None = None
+    user_id: str = ""
 
     def fields(self) -> dict[str, Any]:
         """Its fields as the local store's `create` takes them."""
@@ -84,6 +87,11 @@ class ListQuery:
 class SearchQuery:
     query: str
     api_key_id: str
+    # The end user the request is for ('' for none), whether global memories are wanted,
+    # and the session it is limited to (with memories of none; None: every session).
+    user_id: str = ""
+    include_global: bool = False
+    session_id: str | None = None
     limit: int = 20
     max_tokens: int | None = None
     strategy: str | None = None
@@ -120,6 +128,22 @@ def owned_by(owner: str | None, memories: list[Memory], backend_id: str) -> list
     return kept
 
 
+def visible_to(query: SearchQuery, memories: list[Memory], backend_id: str) -> list[Memory]:
+    """What a search may answer: the key's memories (its user's own and its shared ones),
+    the global ones when asked, of the session and of none when one is named."""
+    kept = [
+        memory
+        for memory in memories
+        if (memory.api_key_id == query.api_key_id and memory.user_id in ("", query.user_id))
+        or (query.include_global and memory.api_key_id == "")
+    ]
+    if query.session_id is not None:
+        kept = [memory for memory in kept if memory.session_id in ("", query.session_id)]
+    if len(kept) < len(memories):
+        FOREIGN_MEMORIES.labels(backend_id).inc(len(memories) - len(kept))
+    return kept
+
+
 class MemoryBackend(Protocol):
     id: str
     display_name: str
@@ -138,7 +162,7 @@ class MemoryBackend(Protocol):
 
     def health(self) -> Health: ...
 
-    def find_key(self, api_key_id: str, key: str) -> Memory | None: ...
+    def find_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None: ...
 
     def upsert(self, memory: NewMemory) -> tuple[Memory, bool]: ...
 
@@ -171,16 +195,17 @@ class Derived:
 
     id: str
 
-    def find_key(self, api_key_id: str, key: str) -> Memory | None:
-        """The owner's memory with this key (a list query: the seven have no lookup by key)."""
+    def find_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None:
+        """The owner's (its end user's, if named) memory with this key (a list query: the
+        seven have no lookup by key)."""
         page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
         mine = owned_by(api_key_id, page.data, self.id)
-        return next((m for m in mine if m.key == key), None)
+        return next((m for m in mine if m.key == key and m.user_id == user_id), None)
 
     def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
         """Create, or update the owner's memory of the same key (whether it was created), as
         the local store's create does: a service that would add a twin never gets one."""
-        existing = self.find_key(memory.api_key_id, memory.key)
+        existing = self.find_key(memory.api_key_id, memory.key, memory.user_id)
         if existing is None:
             return self.create(memory), True
         changes = {
@@ -199,7 +224,7 @@ class Derived:
         if not self.update(memory.id, changes):
             raise MemoryNotFound(f"Memory {memory.id} not found.")
         key = changes.get("key", memory.key)
-        changed = self.find_key(memory.api_key_id, key) or self.get(memory.id)
+        changed = self.find_key(memory.api_key_id, key, memory.user_id) or self.get(memory.id)
         if changed is None:
             raise MemoryNotFound(f"Memory {memory.id} not found.")
         return changed
@@ -219,7 +244,15 @@ class Derived:
         )
 
     def recall(self, query: SearchQuery) -> Recalled:
-        return Recalled(self.search(query), f"backend:{self.id}")
+        """The service's search for the key, then for the global memories when asked (a
+        second search: the service keeps them under no key); `visible_to` keeps what the
+        request may see."""
+        found = self.search(query)
+        if query.include_global and query.api_key_id:
+            seen = {memory.id for memory in found}
+            shared = self.search(dataclasses.replace(query, api_key_id="", user_id=""))
+            found += [memory for memory in shared if memory.id not in seen]
+        return Recalled(visible_to(query, found, self.id), f"backend:{self.id}")
 
     def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int:
         """Delete the owner's matches one by one (all of them: paging goes on past a page

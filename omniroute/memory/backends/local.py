@@ -57,8 +57,8 @@ class LocalBackend(Stateless):
     def get(self, memory_id: str) -> Memory | None:
         return self.store.get(memory_id)
 
-    def find_key(self, api_key_id: str, key: str) -> Memory | None:
-        return self.store.get_by_key(api_key_id, key)
+    def find_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None:
+        return self.store.get_by_key(api_key_id, key, user_id)
 
     def update(self, memory_id: str, changes: Mapping[str, Any]) -> bool:
         try:
@@ -93,6 +93,9 @@ class LocalBackend(Stateless):
             query=query.query,
             settings=query.settings or self.settings.get(),
             strategy=query.strategy,
+            session_id=query.session_id,
+            user_id=query.user_id,
+            include_global=query.include_global,
         )
         memories = ranking.relevant(self.retriever.options.relevance_floor)[: max(0, query.limit)]
         scores = {item.memory.id: item.score for item in ranking.items}

@@ -34,6 +34,7 @@ from omniroute.memory.backends.base import (
     NewMemory,
     SearchQuery,
     owned_by,
+    visible_to,
 )
 from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
 
@@ -164,9 +165,9 @@ class MemoryManager:
             page, data=owned_by(filters.api_key_id, page.data, self.primary.id)
         )
 
-    def find_key(self, api_key_id: str, key: str) -> Memory | None:
-        """The owner's memory with this key on the primary."""
-        found = self.primary.find_key(api_key_id, key)
+    def find_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None:
+        """The owner's (its end user's, if named) memory with this key on the primary."""
+        found = self.primary.find_key(api_key_id, key, user_id)
         return next(iter(owned_by(api_key_id, [found] if found else [], self.primary.id)), None)
 
     def upsert(self, memory: NewMemory) -> tuple[Memory, bool]:
@@ -229,7 +230,7 @@ class MemoryManager:
                 reasons.append(f"{backend.id}: {exc}")
                 failed.append(backend.id)
                 continue
-            memories = owned_by(query.api_key_id, recalled.memories, backend.id)
+            memories = visible_to(query, recalled.memories, backend.id)
             return Found(
                 memories, backend.id, "; ".join(reasons) or None, tuple(failed),
                 recalled.scores, recalled.strategy, recalled.fallback_reason is not None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery
+from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery, visible_to
 from omniroute.memory.backends.manager import Found, MemoryManager
 from omniroute.memory.backends.setup import BackendSetup
 from omniroute.memory.listing import listing_of
@@ -45,8 +45,8 @@ class ServingMemories:
         """From the primary, or else from each fallback in turn."""
         return self._manager().get(memory_id)
 
-    def get_by_key(self, owner: str, key: str) -> Memory | None:
-        return self._manager().find_key(owner, key)
+    def get_by_key(self, owner: str, key: str, user_id: str = "") -> Memory | None:
+        return self._manager().find_key(owner, key, user_id)
 
     def create(self, new: NewMemory) -> tuple[Memory, bool]:
         """An upsert on (owner, key); whether it made a new memory."""
@@ -67,20 +67,27 @@ class ServingMemories:
         *,
         max_tokens: int | None = None,
         settings: MemoryConfig | None = None,
+        user_id: str = "",
+        include_global: bool = False,
+        session_id: str | None = None,
     ) -> Found:
         """The owner's memories for `query`, best first, with scores where the backend has
         them (the local store's: the gateway's own retrieval; a fallback's when the primary
         fails); the newest without a query. `settings`: those the caller read (its strategy
-        is asked for), so that one request reads them once."""
+        is asked for), so that one request reads them once. An end user's request
+        (`user_id`) sees their own memories and the key's shared ones; `include_global`
+        adds the global memories; `session_id` keeps that session's and those of none."""
         manager = self._setup.current(settings)
+        asked = SearchQuery(
+            query=query or "", api_key_id=owner, limit=limit, max_tokens=max_tokens,
+            strategy=settings.strategy if settings else None, settings=settings,
+            user_id=user_id, include_global=include_global, session_id=session_id,
+        )  # fmt: skip
         if query and query.strip():
-            asked = SearchQuery(
-                query=query, api_key_id=owner, limit=limit, max_tokens=max_tokens,
-                strategy=settings.strategy if settings else None, settings=settings,
-            )  # fmt: skip
             return manager.search(asked)
         newest = manager.list(ListQuery(api_key_id=owner, limit=limit)).data
-        return Found(newest, manager.primary.id, strategy="recent")
+        visible = visible_to(asked, newest, manager.primary.id)
+        return Found(visible, manager.primary.id, strategy="recent")
 
     def clear(self, filters: MemoryFilter, *, dry_run: bool) -> int:
         """Delete every match (all of them, in batches locally); return how many matched."""

@@ -29,6 +29,7 @@ def memory_from_json(value: Any) -> Memory:
         updated_at=str(value.get("updatedAt") or value.get("createdAt") or ""),
         expires_at=value.get("expiresAt") if isinstance(value.get("expiresAt"), str) else None,
         access_count=value.get("accessCount") if isinstance(value.get("accessCount"), int) else 0,
+        user_id=str(value.get("userId") or ""),
     )
 
 
@@ -56,7 +57,8 @@ def memories_from_json(value: Any) -> list[Memory]:
 
 
 def new_memory_json(memory: NewMemory) -> dict[str, Any]:
-    return {
+    """The reference's fields, and `userId` when the memory is an end user's."""
+    sent = {
         "apiKeyId": memory.api_key_id,
         "key": memory.key,
         "content": memory.content,
@@ -65,6 +67,7 @@ def new_memory_json(memory: NewMemory) -> dict[str, Any]:
         "metadata": dict(memory.metadata),
         "expiresAt": memory.expires_at,
     }
+    return {**sent, "userId": memory.user_id} if memory.user_id else sent
 
 
 CHANGE_NAMES = {"session_id": "sessionId", "expires_at": "expiresAt"}

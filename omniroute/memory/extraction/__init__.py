@@ -113,8 +113,11 @@ def _candidates(text: str) -> Iterator[Fact]:
                 )
 
 
-def fact_memories(*, api_key_id: str, session_id: str, text: str, source: str) -> list[NewMemory]:
-    """The memories of the facts in `text`, as `api_key_id`'s, ready for any backend."""
+def fact_memories(
+    *, api_key_id: str, session_id: str, text: str, source: str, user_id: str = ""
+) -> list[NewMemory]:
+    """The memories of the facts in `text`, as `api_key_id`'s (its end user `user_id`'s when
+    named), ready for any backend."""
     if not (text and api_key_id and session_id):
         return []
     extracted_at = now_iso()
@@ -125,6 +128,7 @@ def fact_memories(*, api_key_id: str, session_id: str, text: str, source: str) -
             content=fact.content,
             type=fact.type,
             session_id=session_id,
+            user_id=user_id,
             metadata={
                 "category": fact.category,
                 "source": source,
@@ -143,13 +147,16 @@ def store_facts(
     session_id: str,
     text: str,
     source: str,
+    user_id: str = "",
     connection: Connection | None = None,
 ) -> list[str]:
     """Extract facts from `text` and upsert them as `api_key_id`'s memories; return their ids.
 
     In the caller's transaction when given `connection` (the caller then notifies the store).
     """
-    found = fact_memories(api_key_id=api_key_id, session_id=session_id, text=text, source=source)
+    found = fact_memories(
+        api_key_id=api_key_id, session_id=session_id, text=text, source=source, user_id=user_id
+    )
     if not found:
         return []
     ids = []

@@ -38,8 +38,15 @@ class ExtractionOutbox:
         self.store = store
         self._remote_writer = remote_writer
 
-    def put(self, api_key_id: str, session_id: str, texts: Sequence[tuple[str, str]]) -> list[str]:
-        """Keep (text, source) pairs for extraction; return their row ids.
+    def put(
+        self,
+        api_key_id: str,
+        session_id: str,
+        texts: Sequence[tuple[str, str]],
+        user_id: str = "",
+    ) -> list[str]:
+        """Keep (text, source) pairs for extraction, for the key's end user `user_id` when
+        named; return their row ids.
 
         A chat may hold NUL characters (the provider gets it as sent); no database text can,
         and no fact needs one, so the kept text drops them.
@@ -50,6 +57,7 @@ class ExtractionOutbox:
                 "id": str(uuid.uuid4()),
                 "api_key_id": api_key_id,
                 "session_id": session_id,
+                "user_id": user_id,
                 "source": source,
                 "text": text[-MAX_TEXT_CHARS:],  # all that extraction reads
                 "created_at": self.store.now(),
@@ -76,7 +84,9 @@ class ExtractionOutbox:
                 ).first()
             if row is None:
                 return None
-            count = self._send(write, row.api_key_id, row.session_id, row.text, row.source)
+            count = self._send(
+                write, row.api_key_id, row.session_id, row.text, row.source, row.user_id
+            )
             with self.store.db.write() as conn:
                 conn.execute(delete(extraction_outbox).where(extraction_outbox.c.id == entry_id))
             return count
@@ -92,6 +102,7 @@ class ExtractionOutbox:
                 session_id=row.session_id,
                 text=row.text,
                 source=row.source,
+                user_id=row.user_id,
                 connection=conn,
             )
             conn.execute(delete(extraction_outbox).where(extraction_outbox.c.id == entry_id))
@@ -99,21 +110,25 @@ class ExtractionOutbox:
             self.store.notify_write()
         return len(ids)
 
-    def store_text(self, api_key_id: str, session_id: str, text: str, source: str) -> int:
+    def store_text(
+        self, api_key_id: str, session_id: str, text: str, source: str, user_id: str = ""
+    ) -> int:
         """Store the facts of a text that has no row (a job that carries its text)."""
         write = self._remote_writer()
         if write is not None:
-            return self._send(write, api_key_id, session_id, text, source)
+            return self._send(write, api_key_id, session_id, text, source, user_id)
         found = store_facts(
-            self.store, api_key_id=api_key_id, session_id=session_id, text=text, source=source
-        )
+            self.store, api_key_id=api_key_id, session_id=session_id, text=text, source=source,
+            user_id=user_id,
+        )  # fmt: skip
         return len(found)
 
     @staticmethod
-    def _send(write, api_key_id: str, session_id: str, text: str, source: str) -> int:
+    def _send(write, api_key_id: str, session_id: str, text: str, source: str, user_id: str) -> int:
         found = fact_memories(
-            api_key_id=api_key_id, session_id=session_id, text=text, source=source
-        )
+            api_key_id=api_key_id, session_id=session_id, text=text, source=source,
+            user_id=user_id,
+        )  # fmt: skip
         for new in found:
             write(new)
         return len(found)

@@ -95,7 +95,7 @@ class Backfill:
             if self.index.prepare(conn, signature(embedder, self.index.quantization), embedder.dim):
                 log.info("vector index reset for %s", signature(embedder, self.index.quantization))
             rows = conn.execute(
-                select(memories.c.seq, memories.c.api_key_id, memories.c.content)
+                select(memories.c.seq, memories.c.owner, memories.c.content)
                 .where(
                     memories.c.needs_reindex == 1,
                     not_expired(memories.c.expires_at, self.store.now()),

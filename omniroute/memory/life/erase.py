@@ -1,9 +1,10 @@
-"""Erasing one key's data, for a user who asks to be forgotten.
+"""Erasing one key's data, or one end user's inside it, for a person who asks to be forgotten.
 
-Everything of the key goes: its memories with their vectors and keyword index rows (the
-store deletes those with each memory, in batches), their Qdrant points (queued in the same
-transactions, removed by the sync job), its audit history, and the chat texts still waiting
-for extraction. The caller revokes the key first, so that no new request writes meanwhile.
+Everything of the key (or of the end user) goes: its memories with their vectors and keyword
+index rows (the store deletes those with each memory, in batches), their Qdrant points
+(queued in the same transactions, removed by the sync job), its audit history, and the chat
+texts still waiting for extraction. The caller revokes the key first, so that no new
+request writes meanwhile (an end user's chats may go on: what they write afterwards is new).
 Then the database is scrubbed (`Database.scrub`): on SQLite nothing of the text is left in
 the file or its write-ahead log; on PostgreSQL VACUUM runs (see its docstring for what that
 leaves until `flask memory scrub --full`).
@@ -20,6 +21,8 @@ from omniroute.memory.conditions import matching
 from omniroute.memory.life.bulk import delete_where
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.store import MemoryStore
+
+PART = 500  # memory ids bound in one statement
 
 
 @dataclass(frozen=True)
@@ -40,26 +43,35 @@ class Erased:
         }
 
 
-def erase_owner(store: MemoryStore, api_key_id: str) -> Erased:
-    """Delete every row of one key; return how many of each kind."""
+def erase_owner(store: MemoryStore, api_key_id: str, user_id: str | None = None) -> Erased:
+    """Delete every row of one key, or of one end user of it when `user_id` is given (the
+    key's shared memories and its other users' stay); return how many of each kind."""
+    outbox = [extraction_outbox.c.api_key_id == api_key_id]
+    owned = MemoryFilter(api_key_id=api_key_id, user_id=user_id)
+    if user_id is not None:
+        outbox.append(extraction_outbox.c.user_id == user_id)
     with store.db.write() as conn:
-        waiting = conn.execute(
-            delete(extraction_outbox).where(extraction_outbox.c.api_key_id == api_key_id)
-        ).rowcount
+        waiting = conn.execute(delete(extraction_outbox).where(*outbox)).rowcount
         vectors = conn.execute(
-            select(func.count()).where(
-                memories.c.api_key_id == api_key_id, memories.c.needs_reindex == 0
-            )
+            select(func.count()).where(*matching(owned), memories.c.needs_reindex == 0)
         ).scalar_one()
-    deleted = delete_where(store, matching(MemoryFilter(api_key_id=api_key_id)), reason="erased")
+        ids = list(conn.execute(select(memories.c.id).where(*matching(owned))).scalars())
+    deleted = delete_where(store, matching(owned), reason="erased")
     with store.db.write() as conn:
-        history = conn.execute(
-            delete(memory_history).where(memory_history.c.api_key_id == api_key_id)
-        ).rowcount
-        queued = conn.execute(
-            select(func.count()).where(
-                qdrant_outbox.c.api_key_id == api_key_id, qdrant_outbox.c.action == "delete"
-            )
-        ).scalar_one()
+        queued = [qdrant_outbox.c.api_key_id == api_key_id, qdrant_outbox.c.action == "delete"]
+        if user_id is None:
+            gone = memory_history.c.api_key_id == api_key_id
+            history = conn.execute(delete(memory_history).where(gone)).rowcount
+            points = conn.execute(select(func.count()).where(*queued)).scalar_one()
+        else:  # an end user's: by their memories' ids
+            history = points = 0
+            for start in range(0, len(ids), PART):
+                part = ids[start : start + PART]
+                history += conn.execute(
+                    delete(memory_history).where(memory_history.c.memory_id.in_(part))
+                ).rowcount
+                points += conn.execute(
+                    select(func.count()).where(*queued, qdrant_outbox.c.memory_id.in_(part))
+                ).scalar_one()
     store.db.scrub()
-    return Erased(deleted, vectors, history, waiting, queued)
+    return Erased(deleted, vectors, history, waiting, points)

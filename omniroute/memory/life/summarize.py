@@ -133,17 +133,19 @@ class Summarizer:
         run.candidates = len(found)
         run.total_tokens = sum(count_tokens(m.content) for m in found)
         run.items = [_preview(m) for m in found[:PREVIEW_ITEMS]]
-        for owner, owned in groupby(found, key=lambda m: m.api_key_id):
+        # One end user's memories are folded apart from the key's and from each other's: a
+        # summary never carries one person's facts into another's retrieval.
+        for (owner, user_id), owned in groupby(found, key=lambda m: (m.api_key_id, m.user_id)):
             owned = list(owned)
             counts = run.keys.setdefault(owner, {"candidates": 0, "totalTokens": 0})
-            counts["candidates"] = len(owned)
-            counts["totalTokens"] = sum(count_tokens(m.content) for m in owned)
+            counts["candidates"] += len(owned)
+            counts["totalTokens"] += sum(count_tokens(m.content) for m in owned)
             for chunk in _chunks(owned):
                 if run.dry_run:  # the extractive text stands for the summary's size
                     run.summary_tokens += count_tokens(extractive(chunk, days))
                     continue
                 text, method = self._text(chunk, days, model, run)
-                self._fold(owner, session_id or "", chunk, text, days, method, run)
+                self._fold((owner, user_id), session_id or "", chunk, text, days, method, run)
         if not run.dry_run:
             self._on_saved(max(0, run.total_tokens - run.summary_tokens))
         return run
@@ -157,7 +159,9 @@ class Summarizer:
                     memories.c.created_at < to_iso(cutoff),
                     ~memories.c.key.startswith(SUMMARY_KEY_PREFIX, autoescape=True),
                 )
-                .order_by(memories.c.api_key_id, memories.c.created_at, memories.c.seq)
+                .order_by(
+                    memories.c.api_key_id, memories.c.user_id, memories.c.created_at, memories.c.seq
+                )
             ).mappings()
             return [Memory.from_row(row) for row in rows]
 
@@ -176,7 +180,7 @@ class Summarizer:
 
     def _fold(
         self,
-        owner: str,
+        owner: tuple[str, str],
         session_id: str,
         chunk: Sequence[Memory],
         text: str,
@@ -184,7 +188,8 @@ class Summarizer:
         method: str,
         run: SummaryRun,
     ) -> None:
-        """One summary and the deletion of what it covers, in one transaction."""
+        """One summary of `owner`'s (its key and end user) and the deletion of what it
+        covers, in one transaction."""
         now = self.store.now()
         by_id = {memory.id: memory for memory in chunk}
         with self.store.db.write() as conn:
@@ -200,7 +205,8 @@ class Summarizer:
                 return
             self.store.delete_rows(conn, [by_id[mid] for mid in unchanged], now, "summarized")
             summary, _ = self.store.create(
-                api_key_id=owner,
+                api_key_id=owner[0],
+                user_id=owner[1],
                 key=f"{SUMMARY_KEY_PREFIX}{now}_{uuid.uuid4().hex[:8]}",
                 content=text,
                 type="semantic",

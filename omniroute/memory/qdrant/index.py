@@ -21,6 +21,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
+from omniroute.memory.model import split_owner
 from omniroute.memory.qdrant.config import QdrantConfig
 from omniroute.memory.qdrant.connection import QdrantConnection, QdrantUnavailable
 
@@ -30,6 +31,7 @@ OVERSAMPLING_BINARY = 2.0  # binary vectors are coarse: fetch more, rescore with
 PAYLOAD_INDEXES = {
     "apiKeyId": qm.KeywordIndexParams(type=qm.KeywordIndexType.KEYWORD, is_tenant=True),
     "sessionId": qm.PayloadSchemaType.KEYWORD,
+    "userId": qm.PayloadSchemaType.KEYWORD,
     "type": qm.PayloadSchemaType.KEYWORD,
     "createdAtUnix": qm.PayloadSchemaType.FLOAT,
     "expiresAtUnix": qm.PayloadSchemaType.FLOAT,
@@ -79,6 +81,7 @@ class Point:
     created_at: str
     expires_at: str | None
     vector: np.ndarray
+    user_id: str = ""
 
     def as_struct(self) -> qm.PointStruct:
         return qm.PointStruct(
@@ -89,6 +92,7 @@ class Point:
                 "memoryId": self.memory_id,
                 "apiKeyId": self.api_key_id,
                 "sessionId": self.session_id,
+                "userId": self.user_id,
                 "type": self.type,
                 "key": self.key,
                 "createdAtUnix": unix(self.created_at),
@@ -106,12 +110,31 @@ def tenant_filter(api_key_id: str) -> qm.Filter:
     return qm.Filter(must=[_tenant(api_key_id)])
 
 
+def _partition(owner: str) -> list:
+    """Conditions, all to hold, for the points of one search partition (model.owner_of): a
+    key's shared memories, or one user's. A point written before users has no userId: it
+    is the key's."""
+    api_key_id, user_id = split_owner(owner)
+    user = qm.FieldCondition(key="userId", match=qm.MatchValue(value=user_id))
+    if not user_id:
+        user = qm.Filter(should=[user, qm.IsEmptyCondition(is_empty=qm.PayloadField(key="userId"))])
+    return [_tenant(api_key_id), user]
+
+
 def live_filter(
-    api_key_id: str, now: float, *, session_id: str | None = None, created_after: float | None
+    owners: tuple[str, ...] | list[str],
+    now: float,
+    *,
+    session_id: str | None = None,
+    created_after: float | None,
 ) -> qm.Filter:
-    """The tenant's points that retrieval may serve: not expired, within retention."""
-    must: list = [
-        _tenant(api_key_id),
+    """The partitions' points that retrieval may serve: not expired, within retention; of
+    one session and of none when `session_id` is given."""
+    if len(owners) == 1:  # the tenant's condition first, as Qdrant's tenant index likes it
+        must: list = _partition(owners[0])
+    else:
+        must = [qm.Filter(should=[qm.Filter(must=_partition(owner)) for owner in owners])]
+    must += [
         qm.Filter(
             should=[
                 qm.IsNullCondition(is_null=qm.PayloadField(key="expiresAtUnix")),
@@ -120,7 +143,8 @@ def live_filter(
         ),
     ]
     if session_id is not None:
-        must.append(qm.FieldCondition(key="sessionId", match=qm.MatchValue(value=session_id)))
+        sessions = [session_id, ""] if session_id else [""]
+        must.append(qm.FieldCondition(key="sessionId", match=qm.MatchAny(any=sessions)))
     if created_after is not None:
         must.append(qm.FieldCondition(key="createdAtUnix", range=qm.Range(gte=created_after)))
     return qm.Filter(must=must)

@@ -159,7 +159,7 @@ class QdrantSync:
         """One key's k nearest live memories by Qdrant alone (the settings' search test)."""
         target = self.target()
         vector = target.embedder.embed([query], query=True)[0]
-        where = live_filter(api_key_id, self.store.clock().timestamp(), created_after=None)
+        where = live_filter([api_key_id], self.store.clock().timestamp(), created_after=None)
         hits = self.index.search(target.config, target.collection, vector, k, where)
         found = []
         for memory_id, score in hits:
@@ -243,7 +243,7 @@ class QdrantSync:
             points = [
                 Point(
                     m.id, m.api_key_id, m.session_id, m.type, m.key, m.created_at, m.expires_at,
-                    vectors[m.id],
+                    vectors[m.id], m.user_id,
                 )
                 for m in live
             ]  # fmt: skip

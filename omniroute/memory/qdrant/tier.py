@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from omniroute.memory.embedding.base import EmbeddingError
-from omniroute.memory.model import MemoryFilter
 from omniroute.memory.qdrant.connection import Health, QdrantUnavailable
 from omniroute.memory.qdrant.index import live_filter, unix
 from omniroute.memory.qdrant.sync import QdrantSync
+from omniroute.memory.search.reach import Reach
 from omniroute.memory.settings import MemoryConfig
 
 HEALTH_CACHE_SECONDS = 5.0
@@ -45,11 +45,13 @@ class QdrantTier:
         return settings.vector_store == "qdrant" and self.sync.settings.enabled()
 
     def nearest(
-        self, settings: MemoryConfig, live: MemoryFilter, query: str, k: int
+        self, settings: MemoryConfig, live: Reach, query: str, k: int
     ) -> tuple[list[tuple[str, float]], Any]:
-        """The tenant's k nearest memory ids with their similarity, and the embedder used.
+        """The partitions' k nearest memory ids with their similarity, and the embedder used.
 
-        QdrantUnavailable says why Qdrant cannot answer this time."""
+        QdrantUnavailable says why Qdrant cannot answer this time; an answer with no point
+        is one too, as the specification has it: the local index is asked then (a memory
+        whose point is still on its way is found there)."""
         if paused := self.paused():
             raise QdrantUnavailable(paused)
         target = self.sync.target(settings)
@@ -64,7 +66,7 @@ class QdrantTier:
         except EmbeddingError as exc:
             raise QdrantUnavailable(f"embedding for Qdrant failed ({exc.kind}): {exc}") from None
         where = live_filter(
-            live.api_key_id or "",
+            live.owners,
             self.sync.store.clock().timestamp(),
             session_id=live.session_id,
             created_after=unix(live.created_after),
@@ -76,6 +78,8 @@ class QdrantTier:
                 self._down_until = self._monotonic() + self._retry_seconds
                 self._down_reason = str(exc)
             raise
+        if not hits:
+            raise QdrantUnavailable("Qdrant found no point; the local index was asked")
         return hits, target.embedder
 
     def health(self) -> Health:

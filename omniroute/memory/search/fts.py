@@ -1,4 +1,5 @@
-"""Keyword search: one owner's live memories that share topic words with a query, best first.
+"""Keyword search: the live memories of some owners (search partitions: a key's, its end users',
+the global ones) that share topic words with a query, best first, ranked together.
 
 Both stores search the Snowball stems of each memory (stemming.py: `search_stems`) for the
 stems of the query's topic words in every language. On SQLite it is FTS5's MATCH ranked by
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
 
 from cachetools import TTLCache
 from sqlalchemy import Connection
 
-from omniroute.memory.conditions import search_sql_parts
+from omniroute.memory.conditions import owners_bind, search_sql_parts
 from omniroute.memory.model import Memory
 from omniroute.memory.search.change_log import SqliteChangeLog
 from omniroute.memory.search.query_words import MAX_TOKENS, topic_words
@@ -33,15 +35,20 @@ POOL_FACTOR = 4
 SMALL_KEY = 300
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's own
 CHANGES = SqliteChangeLog("memory_changes")
-# A key's size (memories, stems in all; counted up to SMALL_KEY + 1) by (database, key), with
-# the change log's position it was read at: read again after any write, except that a key
-# found larger is left with FTS5 for the cache's minute.
-_sizes: TTLCache[tuple[str, str], tuple[int, int, int]] = TTLCache(100_000, 60.0)
+# Partitions' size (memories, stems in all; counted up to SMALL_KEY + 1) by (database, owners),
+# with the change log's position it was read at: read again after any write, except that
+# partitions found larger are left with FTS5 for the cache's minute.
+_sizes: TTLCache[tuple[str, tuple[str, ...]], tuple[int, int, int]] = TTLCache(100_000, 60.0)
 
 
-def owner_token(api_key_id: str) -> str:
-    """The owner as memories.fts_owner indexes it: hex(api_key_id), one exact token."""
-    return api_key_id.encode("utf-8").hex().upper()
+# The global partition's token (hex of no id is it: no id holds NUL).
+GLOBAL_TOKEN = "00"
+
+
+def owner_token(owner: str) -> str:
+    """The owner (a search partition, model.owner_of) as memories.fts_owner indexes it:
+    hex(owner), one exact token; GLOBAL_TOKEN for the global memories (no key)."""
+    return owner.encode("utf-8").hex().upper() if owner else GLOBAL_TOKEN
 
 
 def match_expression(stems: list[str]) -> str | None:
@@ -57,16 +64,17 @@ def match_expression(stems: list[str]) -> str | None:
 def keyword_search(
     connection: Connection,
     *,
-    api_key_id: str,
+    owners: Sequence[str],
     query: str,
     now_iso: str,
     session_id: str | None = None,
     created_after: str | None = None,
     limit: int = 100,
 ) -> list[tuple[Memory, float]]:
-    """Return (memory, score) for one owner's live memories matching `query`, best first."""
+    """Return (memory, score) for the owners' live memories matching `query`, best first,
+    scored as one ranking (`owners` are search partitions: model.owner_of)."""
     filters = {
-        "owner": api_key_id,
+        "owners": owners_bind(connection.dialect.name, owners),
         "now": now_iso,
         "session": session_id,
         "after": created_after,
@@ -78,12 +86,13 @@ def keyword_search(
     if not stems:
         return []
     words = match_expression(stems)
-    # The owner's token is part of the MATCH, so FTS5 intersects with the owner's rows
-    # instead of ranking every owner's matches; the exact api_key_id test stays the authority.
-    expression = f'fts_owner : "{owner_token(api_key_id)}" AND search_stems : ({words})'
+    # The owners' tokens are part of the MATCH, so FTS5 intersects with their rows instead
+    # of ranking every owner's matches; the exact owner test stays the authority.
+    tokens = " OR ".join(f'"{owner_token(owner)}"' for owner in owners)
+    expression = f"fts_owner : ({tokens}) AND search_stems : ({words})"
     values = {**filters, "expression": expression, "pool": POOL_FACTOR * limit}
     by_session, by_age = session_id is not None, created_after is not None
-    size = _small_size(connection, api_key_id)
+    size = _small_size(connection, tuple(owners), values["owners"])
     if size is not None:
         return _ranked_here(connection, values, stems, size, by_session, by_age)
     rows = connection.exec_driver_sql(_fts5_sql(by_session, by_age, True), values).all()
@@ -93,9 +102,11 @@ def keyword_search(
     return [(Memory.from_values(row), -row[-2]) for row in rows]  # bm25: lower is better
 
 
-def _small_size(connection: Connection, owner: str) -> tuple[int, int] | None:
-    """A small key's memories and their stems in all, or None for a larger key."""
-    known = (connection.engine.url.database or "", owner)
+def _small_size(
+    connection: Connection, owners: tuple[str, ...], bound: str
+) -> tuple[int, int] | None:
+    """Small partitions' memories and their stems in all, or None when they are larger."""
+    known = (connection.engine.url.database or "", owners)
     held = _sizes.get(known)
     if held is None or held[1] <= SMALL_KEY:
         position = CHANGES.position(connection)
@@ -103,8 +114,9 @@ def _small_size(connection: Connection, owner: str) -> tuple[int, int] | None:
             count, length = connection.exec_driver_sql(
                 "SELECT count(*), total(CASE WHEN search_stems = '' THEN 0 ELSE"
                 " length(search_stems) - length(replace(search_stems, ' ', '')) + 1 END)"
-                " FROM (SELECT search_stems FROM memories WHERE api_key_id = ? LIMIT ?)",
-                (owner, SMALL_KEY + 1),
+                " FROM (SELECT search_stems FROM memories"
+                " WHERE owner IN (SELECT value FROM json_each(?)) LIMIT ?)",
+                (bound, SMALL_KEY + 1),
             ).one()
             held = _sizes[known] = (position, count, int(length))
     if held[1] > SMALL_KEY:

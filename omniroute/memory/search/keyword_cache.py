@@ -52,6 +52,11 @@ def _schema() -> tantivy.Schema:
 SCHEMA = _schema()
 
 
+def _session_term(session: str | None) -> str:
+    """A session as its one raw term (prefixed: no session is a term too)."""
+    return f"s:{session or ''}"
+
+
 class TenantKeywords:
     """One key's memories in a Tantivy index in RAM, by memory seq."""
 
@@ -85,7 +90,7 @@ class TenantKeywords:
         document = tantivy.Document()
         document.add_integer("seq", seq)
         document.add_text("stems", stems)
-        document.add_text("session", session or "")
+        document.add_text("session", _session_term(session))
         self._writer.add_document(document)
         self._mark(seq, True)
         self.dirty = True
@@ -118,18 +123,22 @@ class TenantKeywords:
     def search(
         self, stems: list[str], limit: int, session: str | None = None
     ) -> list[tuple[int, float]]:
-        """The best `limit` memories holding any of the stems (of one session, if given)."""
+        """The best `limit` memories holding any of the stems (of one session and of none,
+        if a session is given)."""
         if not stems:
             return []
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(SCHEMA, "stems", s)) for s in stems]
         )
         if session is not None:  # the session's term adds the same to every score
-            query = tantivy.Query.boolean_query(
+            sessions = tantivy.Query.boolean_query(
                 [
-                    (tantivy.Occur.Must, tantivy.Query.term_query(SCHEMA, "session", session)),
-                    (tantivy.Occur.Must, query),
+                    (tantivy.Occur.Should, tantivy.Query.term_query(SCHEMA, "session", term))
+                    for term in {_session_term(session), _session_term("")}
                 ]
+            )
+            query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, sessions), (tantivy.Occur.Must, query)]
             )
         searcher = self._searcher
         hits = searcher.search(query, limit, count=False).hits  # no count: no full scoring
@@ -177,9 +186,7 @@ class KeywordCache(KeyCopies[TenantKeywords]):
         in parts, each in a transaction of its own, after the log's position: what changes
         meanwhile is applied again by the catch-up."""
         with self._read() as conn:
-            size = conn.execute(
-                select(func.count()).where(memories.c.api_key_id == owner)
-            ).scalar_one()
+            size = conn.execute(select(func.count()).where(memories.c.owner == owner)).scalar_one()
             if size < self.min_memories or not self._fits(size * BYTES_A_MEMORY, owner):
                 return None
             held = TenantKeywords(owner, self._changes.position(conn))
@@ -188,7 +195,7 @@ class KeywordCache(KeyCopies[TenantKeywords]):
             with self._read() as conn:
                 rows = conn.execute(
                     select(memories.c.seq, memories.c.search_stems, memories.c.session_id)
-                    .where(memories.c.api_key_id == owner, memories.c.seq > last)
+                    .where(memories.c.owner == owner, memories.c.seq > last)
                     .order_by(memories.c.seq)
                     .limit(READ_PART)
                 ).all()
@@ -246,12 +253,12 @@ class KeywordCache(KeyCopies[TenantKeywords]):
             current.update(
                 (row.seq, row)
                 for row in conn.execute(
-                    select(m.seq, m.api_key_id, m.search_stems, m.session_id).where(m.seq.in_(part))
+                    select(m.seq, m.owner, m.search_stems, m.session_id).where(m.seq.in_(part))
                 )
             )
         for seq in seqs:
             row = current.get(seq)
-            if row is not None and row.api_key_id == held.owner:
+            if row is not None and row.owner == held.owner:
                 held.put(seq, row.search_stems, row.session_id)
             else:
                 held.drop(seq)

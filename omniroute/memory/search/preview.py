@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from omniroute.memory.search.budget import within_budget
+from omniroute.memory.search.budget import within_shares
 from omniroute.memory.search.retrieval import Retriever
 from omniroute.memory.search.tokens import count_tokens
 from omniroute.memory.settings import MAX_BUDGET_TOKENS, MemoryConfig
@@ -20,22 +20,28 @@ def preview_retrieval(
     max_tokens: int,
     limit: int,
     session_id: str | None = None,
+    user_id: str = "",
 ) -> dict[str, Any]:
-    """Rank the key's memories as the gateway would, with each one's scores and the budget.
+    """Rank the memories a chat of the key (and of its end user `user_id`) would see, as the
+    gateway would, with each one's scores, its scope and the budget (global ones within
+    their share).
 
     `settings` are the memory settings the gateway would use; `strategy` and `max_tokens`
     stand in for theirs. Changes nothing: no access is counted.
     """
+    share = settings.global_budget_percent
     ranking = retriever.rank(
         api_key_id=api_key_id,
         query=query,
         settings=settings,
         strategy=strategy,
         session_id=session_id,
+        user_id=user_id,
+        include_global=share > 0,
     )
     relevant = ranking.relevant(retriever.options.relevance_floor)
     kept = {memory.id for memory in relevant}
-    injected = {memory.id for memory in within_budget(relevant, max_tokens)}
+    injected = {memory.id for memory in within_shares(relevant, max_tokens, share)}
     return {
         "memories": [
             {
@@ -43,6 +49,8 @@ def preview_retrieval(
                 "type": item.memory.type,
                 "key": item.memory.key,
                 "content": item.memory.content,
+                "scope": item.memory.scope,
+                "userId": item.memory.user_id,
                 "score": item.score,
                 "tokens": count_tokens(item.memory.content),
                 "tier": item.tier,

@@ -15,6 +15,11 @@ embedding error, the index still holding another model's vectors) semantic and h
 back to keyword search, and the result says why (every fallback's reason, in order). A
 query with nothing relevant finds nothing, so nothing is injected.
 Expiry, retention and session scope hold on every tier, vectors included.
+
+One retrieval searches the partitions its request may see (`Reach`): the key's shared
+memories, the end user's own when one is named, and the global memories when asked; each
+partition is an owner of every index, so a user among a key's thousands searches only
+their own. Their keyword matches and their vector matches are each merged before fusion.
 """
 
 from __future__ import annotations
@@ -33,12 +38,13 @@ from omniroute.core.db.tables import memories
 from omniroute.memory.conditions import search_conditions
 from omniroute.memory.embedding.base import EmbeddingError, signature
 from omniroute.memory.embedding.sources import EmbeddingSources
-from omniroute.memory.model import MEMORY_COLUMNS, Memory, MemoryFilter
+from omniroute.memory.model import MEMORY_COLUMNS, Memory
 from omniroute.memory.qdrant.connection import QdrantUnavailable
 from omniroute.memory.search.fts import POOL_FACTOR, keyword_search
 from omniroute.memory.search.fusion import Ranked, RetrievalOptions, fuse
 from omniroute.memory.search.keyword_cache import KeywordCache
 from omniroute.memory.search.query_words import topic_words
+from omniroute.memory.search.reach import Reach
 from omniroute.memory.search.rerank import MAX_DOCUMENTS as MAX_RERANKED
 from omniroute.memory.search.rerank import Reranker, RerankFailed
 from omniroute.memory.search.stemming import query_stems
@@ -134,17 +140,29 @@ class Retriever:
         settings: MemoryConfig,
         strategy: str | None = None,
         session_id: str | None = None,
+        user_id: str = "",
+        include_global: bool = False,
     ) -> Ranking:
         """Every candidate, scored and ordered best first (no budget applied).
 
         `settings` are the memory settings; `strategy` overrides theirs (the preview's).
+        The key's shared memories are searched, with `user_id`'s own when given and the
+        global memories when `include_global`; a `session_id` keeps that session's (and
+        those of no session).
         """
         config = RetrievalConfig(
             strategy=strategy or settings.strategy,
             retention_days=settings.retention_days,
             options=self.options,
         )
-        ranking = self._candidates(api_key_id, query, config, settings, session_id)
+        reach = Reach.of(
+            api_key_id,
+            user_id=user_id,
+            include_global=include_global,
+            session_id=session_id,
+            created_after=to_iso(self.store.clock() - timedelta(days=config.retention_days)),
+        )
+        ranking = self._candidates(reach, query, config, settings)
         model = self.reranker.model_for(settings) if self.reranker else None
         if model and ranking.items and query.strip():
             self._rerank(ranking, model, query)
@@ -177,20 +195,10 @@ class Retriever:
         ranking.rerank_applied = True
 
     def _candidates(
-        self,
-        api_key_id: str,
-        query: str,
-        config: RetrievalConfig,
-        settings: MemoryConfig,
-        session_id: str | None,
+        self, live: Reach, query: str, config: RetrievalConfig, settings: MemoryConfig
     ) -> Ranking:
-        live = MemoryFilter(
-            api_key_id=api_key_id,
-            session_id=session_id,
-            created_after=to_iso(self.store.clock() - timedelta(days=config.retention_days)),
-        )
         if config.strategy == "recent":
-            found = self.store.find(live, limit=CANDIDATES)
+            found = self._recent(live)
             return Ranking([Ranked(m, 0.0, "recent") for m in found], "recent")
         if not query.strip():
             return Ranking(strategy_used=config.strategy, fallback_reason="no query text")
@@ -229,34 +237,59 @@ class Retriever:
             ranking.items = fuse(keyword, vector, config.options, ranking.embedding_source)
         return ranking
 
-    def _keyword(self, live: MemoryFilter, query: str) -> list[tuple[Memory, float]]:
-        """A large key's indexed matches when the search's conditions leave enough of them,
-        else the store's search (FTS5 or tsvector)."""
-        owner = live.api_key_id or ""
+    def _recent(self, live: Reach) -> list[Memory]:
+        """The newest memories the reach sees."""
+        statement = _recent_statement(live.session_id is not None, live.created_after is not None)
+        with self.store.db.read() as conn:
+            rows = conn.execute(statement, _binds(live, self.store.now()))
+            return [Memory.from_values(row) for row in rows]
+
+    def _keyword(self, live: Reach, query: str) -> list[tuple[Memory, float]]:
+        """The partitions' best keyword matches: a large key's from its indexed copy when
+        the search's conditions leave enough of them, the rest from one store search over
+        all of them (FTS5 or tsvector), so that their scores are one ranking's."""
         pool = POOL_FACTOR * CANDIDATES
-        hits = None
+        copied: dict[str, list[tuple[int, float]]] = {}
         if self.keywords is not None:
             stems = query_stems(topic_words(query))
-            hits = self.keywords.search(owner, stems, pool, live.session_id)
+            for owner in live.owners:
+                hits = self.keywords.search(owner, stems, pool, live.session_id)
+                if hits is not None:
+                    copied[owner] = hits
+        found: list[tuple[Memory, float]] = []
         with self.store.db.read() as conn:
-            if hits is not None:
-                found: list[tuple[Memory, float]] = []
-                for start in range(0, len(hits), CANDIDATES):  # the best first: most need one
-                    part = hits[start : start + CANDIDATES]
-                    found += self._rows(conn, "seq", part, live)
-                    if len(found) >= CANDIDATES:
-                        return found[:CANDIDATES]
-                if len(hits) < pool:  # the index had no more: nothing else matches
-                    return found
-            return keyword_search(
-                conn,
-                api_key_id=live.api_key_id or "",
-                query=query,
-                now_iso=self.store.now(),
-                session_id=live.session_id,
-                created_after=live.created_after,
-                limit=CANDIDATES,
-            )
+            for owner, hits in list(copied.items()):
+                held = self._from_copy(conn, hits, live, pool)
+                if held is None:
+                    del copied[owner]
+                else:
+                    found += held
+            rest = tuple(owner for owner in live.owners if owner not in copied)
+            if rest:
+                found += keyword_search(
+                    conn,
+                    owners=rest,
+                    query=query,
+                    now_iso=self.store.now(),
+                    session_id=live.session_id,
+                    created_after=live.created_after,
+                    limit=CANDIDATES,
+                )
+        if copied and rest or len(copied) > 1:
+            found = sorted(found, key=lambda pair: pair[1], reverse=True)[:CANDIDATES]
+        return found
+
+    def _from_copy(
+        self, conn, hits: list[tuple[int, float]], live: Reach, pool: int
+    ) -> list[tuple[Memory, float]] | None:
+        """The live memories of a copy's hits, best first; None when the conditions left
+        too few and the copy had more (the store then searches that key too)."""
+        found: list[tuple[Memory, float]] = []
+        for start in range(0, len(hits), CANDIDATES):  # the best first: most need one
+            found += self._rows(conn, "seq", hits[start : start + CANDIDATES], live)
+            if len(found) >= CANDIDATES:
+                return found[:CANDIDATES]
+        return found if len(hits) < pool else None  # fewer: nothing else matches
 
     def _embedder(self, settings: MemoryConfig, ranking: Ranking):
         """The embedder of the settings, or None (with the reason); whether the index holds
@@ -278,7 +311,7 @@ class Retriever:
     def _vector(
         self,
         embedder,
-        live: MemoryFilter,
+        live: Reach,
         query: str,
         config: RetrievalConfig,
         ranking: Ranking,
@@ -296,13 +329,18 @@ class Retriever:
                 ranking.fall_back("the vector index is being rebuilt for the current model")
                 self.store.notify_write()
                 return None
-            owner = live.api_key_id or ""
-            hits = self.index.search(conn, owner, query_vector, config.options.top_k, indexed)
+            hits = [
+                hit
+                for owner in live.owners
+                for hit in self.index.search(
+                    conn, owner, query_vector, config.options.top_k, indexed
+                )
+            ]
             return self._rows(conn, "seq", hits, live, SIMILARITY_FLOOR)
 
     def _from_qdrant(
         self,
-        live: MemoryFilter,
+        live: Reach,
         query: str,
         config: RetrievalConfig,
         settings: MemoryConfig,
@@ -319,7 +357,7 @@ class Retriever:
         with self.store.db.read() as conn:
             return self._rows(conn, "id", hits, live, SIMILARITY_FLOOR)
 
-    def _rows(self, conn, name: str, hits, live: MemoryFilter, floor: float = 0.0):
+    def _rows(self, conn, name: str, hits, live: Reach, floor: float = 0.0):
         """The live memories of `hits` ((column value, score)) at or above `floor`, best first
         (the SQL conditions hold again: a copy in RAM or Qdrant may lag its memory)."""
         similar = {value: sim for value, sim in hits if sim >= floor}
@@ -328,8 +366,7 @@ class Retriever:
         statement = _hits_statement(
             conn.dialect.name, name, live.session_id is not None, live.created_after is not None
         )
-        bound = {"hits": list(similar), "owner": live.api_key_id or "", "now": self.store.now(),
-                 "session": live.session_id, "after": live.created_after}  # fmt: skip
+        bound = {"hits": list(similar), **_binds(live, self.store.now())}
         rows = conn.execute(statement, bound)
         found = [(Memory.from_values(row[1:]), similar[row[0]]) for row in rows]
         return sorted(found, key=lambda pair: pair[1], reverse=True)
@@ -350,10 +387,27 @@ def _hits_statement(dialect: str, name: str, by_session: bool, by_age: bool):
         among = column == any_(bindparam("hits", type_=postgresql.ARRAY(element)))
     else:
         among = column.in_(bindparam("hits", expanding=True))
-    columns = [memories.c.seq, *(memories.c[name] for name in MEMORY_COLUMNS)]
+    columns = [memories.c.seq, memories.c.owner, *(memories.c[name] for name in MEMORY_COLUMNS)]
     hit = select(*columns).where(among).cte("hit").prefix_with("MATERIALIZED")
     wanted = [hit.c[name], *(hit.c[name] for name in MEMORY_COLUMNS)]  # the hit's key first
     return select(*wanted).where(search_conditions(hit, by_session, by_age))
+
+
+@cache
+def _recent_statement(by_session: bool, by_age: bool):
+    """The newest CANDIDATES live memories of the partitions, bound as _binds binds."""
+    return (
+        select(*(memories.c[name] for name in MEMORY_COLUMNS))
+        .where(search_conditions(memories, by_session, by_age))
+        .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
+        .limit(CANDIDATES)
+    )
+
+
+def _binds(live: Reach, now: str) -> dict:
+    """The bind values of a statement over the reach's partitions (search_conditions)."""
+    return {"owners": list(live.owners), "now": now, "session": live.session_id,
+            "after": live.created_after}  # fmt: skip
 
 
 def _unavailable(vectors) -> str:

@@ -21,12 +21,12 @@ from omniroute.memory.model import Memory
 def tsvector_search(
     connection: Connection, stems: list[str], filters: dict[str, Any]
 ) -> list[tuple[Memory, float]]:
-    """(memory, ts_rank) for the owner's live memories with any of `stems`, best first.
+    """(memory, ts_rank) for the owners' live memories with any of `stems`, best first.
 
-    `filters` holds the bind values: owner, now, session, after and limit. The stems are
+    `filters` holds the bind values: owners, now, session, after and limit. The stems are
     word characters only (stemming.py), so OR-ing them cannot make a tsquery syntax error.
     The tsquery is made first and bound as a value: the planner then weighs its lexemes
-    against the owner's rows, so a small tenant beside a large one intersects its own rows
+    against the owners' rows, so a small tenant beside a large one intersects its own rows
     with the GIN index instead of walking the large tenant's matches.
     """
     if not stems:

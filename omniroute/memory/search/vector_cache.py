@@ -205,7 +205,7 @@ class VectorCache(KeyCopies[Held]):
         head: what changes meanwhile is applied again by the catch-up."""
         with self._read() as conn:
             size = conn.execute(
-                select(func.count()).where(memories.c.api_key_id == owner)
+                select(func.count()).where(memories.c.owner == owner)
             ).scalar_one()  # the memories' index counts fast; vec0 would scan
             if size < self.min_vectors:
                 return None

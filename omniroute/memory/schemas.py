@@ -7,14 +7,12 @@ from marshmallow.validate import Length, Regexp
 
 from omniroute.memory.model import MAX_USER_CHARS
 
-
 # An end user's id as user_id_problem allows it, or '' (none): no control character (C0, DEL,
 # C1), something besides white space. A pattern, so that the spec says it too.
 _CONTROLS = "\\x00-\\x1f\\x7f-\\x9f"
 USER_ID_PATTERN = Regexp(
     f"^([^{_CONTROLS}]*[^\\s{_CONTROLS}][^{_CONTROLS}]*)?(?![\\s\\S])",
-    error="An end user's id is text with something besides white space and no control "
-    "character.",
+    error="An end user's id is text with something besides white space and no control character.",
 )
 
 

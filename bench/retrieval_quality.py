@@ -36,6 +36,7 @@ from omniroute.core.db import (
 )
 from omniroute.core.db.tables import memories  # noqa: E402
 from omniroute.memory.embedding.cache import CachedEmbedder  # noqa: E402
+from omniroute.memory.embedding.model_builds import models_dir  # noqa: E402
 from omniroute.memory.embedding.multilingual_model import (  # noqa: E402
     MULTILINGUAL_BUILD,
     MultilingualEmbedder,
@@ -193,9 +194,9 @@ def embedder_for(name: str, cache_dir: str):
             build_default_static(cache_dir)
         return StaticEmbedder(path)
     if name == "multilingual":
-        path = MULTILINGUAL_BUILD.path(cache_dir)
+        path = MULTILINGUAL_BUILD.path(models_dir({"DATA_DIR": cache_dir}))
         if not MULTILINGUAL_BUILD.is_ready(path):
-            MULTILINGUAL_BUILD.build(cache_dir)
+            MULTILINGUAL_BUILD.build(models_dir({"DATA_DIR": cache_dir}))
         return MultilingualEmbedder(path)
     return TransformersEmbedder()
 

@@ -73,6 +73,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     studio.init_app(app)
     cli.init_app(app)
     request_backfill(svc.jobs)  # whatever an earlier run left without a vector
+    svc.backends.start()  # the configured memory backends, initialised in the background
     if os.environ.get("FLASK_RUN_FROM_CLI") != "true":
         # The periodic jobs (lost extractions, sweeps, summaries) in a serving process, not
         # in a `flask ...` command, which would take them and stop half-way when it exits.

@@ -154,7 +154,18 @@ def test_reindex_with_force_embeds_everything_again(client, owner, svc):
     assert eventually(lambda: svc.backfill.pending() == 0)
 
 
-@pytest.mark.parametrize("body", [{}, {"force": "yes"}, {"force": True, "x": 1}])
+def test_reindex_with_a_limit_embeds_at_most_that_many(client, owner, svc):
+    response = client.post("/api/memory/reindex", json={"force": True, "limit": 2}, headers=ADMIN)
+    assert response.status_code == 202 and response.json == {"started": True, "pending": 3}
+    svc.jobs.wait(30)
+    assert svc.backfill.pending() == 1
+    client.post("/api/memory/reindex", json={"force": False}, headers=ADMIN)
+    assert eventually(lambda: svc.backfill.pending() == 0)
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"force": "yes"}, {"force": True, "x": 1}, {"force": True, "limit": 0}]
+)
 def test_reindex_needs_a_strict_body(client, body):
     response = client.post("/api/memory/reindex", json=body, headers=ADMIN)
     assert response.status_code == 422

@@ -8,9 +8,10 @@ import pytest
 
 from omniroute.memory.model import MemoryFilter
 from omniroute.proxy.injection import HEADER
-from tests.helpers import eventually
+from tests.helpers import ADMIN_TOKEN, eventually
 
 pytestmark = pytest.mark.both_stores
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture
@@ -90,3 +91,30 @@ def test_another_keys_memories_from_a_backend_are_never_injected(alice, memory_s
     raw = ask(client, "TypeScript?")
     assert raw.headers["x-omniroute-memories"] == "0"
     assert all("Bob" not in str(m["content"]) for m in upstream.last_body["messages"])
+
+
+def test_the_health_job_checks_every_backend_and_initialises_one_that_answers_again(
+    alice, memory_service, gateway_app
+):
+    svc, _, _ = alice
+    client = gateway_app.test_client()
+
+    def run_health() -> dict:
+        answer = client.post("/api/jobs/backend-health/run", headers=ADMIN)
+        assert answer.status_code == 200 and answer.json["status"] == "ok", answer.json
+        return answer.json["result"]
+
+    memory_service.answers[("GET", "/health")] = (503, "down for maintenance")
+    assert svc.backends.current().initialize_all()["brain"] is not None
+    down = run_health()
+    assert down["down"] == 1 and down["backends"]["brain"]["ok"] is False
+    assert down["backends"]["local"]["ok"] is True
+    del memory_service.answers[("GET", "/health")]
+    checks = sum(1 for r in memory_service.requests if r["path"] == "/health")
+    up = run_health()
+    assert up["down"] == 0 and {i: s["ok"] for i, s in up["backends"].items()} == {
+        "local": True,
+        "brain": True,
+    }
+    # The check, then the initialisation the answering backend got again.
+    assert sum(1 for r in memory_service.requests if r["path"] == "/health") == checks + 2

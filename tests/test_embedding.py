@@ -176,6 +176,26 @@ def test_auto_prefers_a_remote_model_with_a_key(sources, svc, upstream):
     assert fallback.embedder.source == "transformers"
 
 
+def test_auto_without_a_model_takes_the_first_provider_with_a_key_and_an_embedding_model(
+    sources, svc, upstream
+):
+    embedding = [{"id": "e", "dimensions": EMBEDDING_DIMENSIONS}]
+    svc.providers.save("a-keyless", {"base_url": upstream.base_url, "embedding_models": embedding})
+    svc.providers.save("b-chat-only", {"base_url": upstream.base_url, "api_key": "k"})
+    svc.providers.save(
+        "c-fake", {"base_url": upstream.base_url, "api_key": "k", "embedding_models": embedding}
+    )
+    registry, _ = sources()
+    chosen = registry.resolve(settings(transformersEnabled=True))
+    assert (chosen.embedder.source, chosen.embedder.model) == ("remote", "c-fake/e")
+    assert chosen.embedder.embed(["hello"])[0].shape == (EMBEDDING_DIMENSIONS,)
+    # Named as the source, remote still needs its model: no provider is guessed.
+    named = registry.resolve(settings(embeddingSource="remote"))
+    assert named.embedder is None and "no embeddingProviderModel" in named.reason
+    svc.providers.save("c-fake", {"api_key": None})
+    assert registry.resolve(settings(transformersEnabled=True)).embedder.source == "transformers"
+
+
 def test_auto_takes_static_then_transformers_then_nothing(sources, static_path):
     registry, built = sources(MEMORY_STATIC_MODEL=str(static_path))
     assert registry.resolve(settings(staticEnabled=True)).embedder.source == "static"
@@ -286,3 +306,12 @@ def test_a_model_archive_cannot_write_outside_its_folder(svc, tmp_path):
         svc.shared_models.restore(tmp_path / "models" / "evil")
     assert not (tmp_path / "models" / "escaped.txt").exists()
     assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_memory_static_cache_dir_holds_the_built_models(sources, tmp_path):
+    folder = tmp_path / "models"
+    registry, built = sources(MEMORY_STATIC_CACHE_DIR=str(folder))
+    assert registry.static_path() == folder / "static-minilm-256"
+    assert registry.multilingual_path().parent == folder
+    chosen = registry.resolve(settings(embeddingSource="static", staticEnabled=True))
+    assert chosen.embedder is None and str(folder) in chosen.reason

@@ -171,3 +171,57 @@ def test_a_value_holding_a_newline_never_forges_a_second_line(make_app, log_form
     assert not [line for line in written.split("\n") if line.startswith("2026-12-02 09:00:00")]
     if log_format == "json":
         assert json.loads(line)["model"].startswith("m\n2026-12-02")
+
+
+def test_an_injection_is_logged_as_the_specifications_event(make_app, lines):
+    app = make_app(LOG_FORMAT="json")
+    key, secret = app.extensions["omniroute"].keys.create("alice")
+    app.extensions["omniroute"].memories.create(
+        api_key_id=key.id, key="a", content="I prefer TypeScript"
+    )
+    chat(app, secret, **{"X-Request-ID": "inject-1"})
+    (event,) = [line for line in lines() if line.get("event") == "memory.injection.injected"]
+    assert (event["count"], event["model"], event["request_id"]) == (1, "m", "inject-1")
+    assert (
+        event["strategy"] in ("hybrid", "keyword") and event["logger"] == "omniroute.proxy.pipeline"
+    )
+    assert event["message"].startswith("memory.injection.injected count=1 strategy=")
+
+
+def test_a_failed_extraction_is_logged_as_the_specifications_event(make_app, lines, monkeypatch):
+    app = make_app(LOG_FORMAT="json")
+    svc = app.extensions["omniroute"]
+    _, secret = svc.keys.create("alice")
+
+    def broken(entry_id):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(svc.outbox, "process", broken)
+    chat(app, secret, **{"X-Request-ID": "extract-1"})
+    svc.jobs.wait(10)
+    failed = [
+        line for line in lines() if line.get("event") == "memory.extraction.background.failed"
+    ]
+    assert failed and {line["level"] for line in failed} == {"WARNING"}
+    assert "the database went away" in failed[0]["error"] and failed[0]["request_id"] == "extract-1"
+    assert chat(app, secret).status_code == 200, "a failed extraction never reaches the caller"
+
+
+def test_events_read_as_one_plain_line_too():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.PlainFormatter())
+    logger = logging.getLogger("omniroute.test_events")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logs.log_event(logger, "memory.injection.injected", count=2, strategy="hybrid", model="m")
+    finally:
+        logger.removeHandler(handler)
+    assert (
+        stream.getvalue()
+        .rstrip()
+        .endswith(
+            "omniroute.test_events: memory.injection.injected count=2 strategy=hybrid model=m"
+        )
+    )

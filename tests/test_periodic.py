@@ -134,11 +134,11 @@ def test_the_web_process_runs_every_periodic_job_and_reports_it(tmp_path):
         svc.close()
 
 
-def test_with_redis_the_web_thread_leaves_all_but_the_outbox_sweep_to_the_clock(tmp_path):
+def test_with_redis_the_web_thread_leaves_all_but_the_sweep_and_health_to_the_clock(tmp_path):
     app = create_app(app_settings(tmp_path, None, REDIS_URL="redis://127.0.0.1:6379/15"))
     svc = app.extensions["omniroute"]
     try:
-        assert svc.scheduler.job_ids == ("outbox-sweep",)
+        assert svc.scheduler.job_ids == ("outbox-sweep", "backend-health")
         with app.app_context():
             assert svc.periodic_report()["scheduler"].startswith("clock process")
     finally:

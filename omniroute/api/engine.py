@@ -85,6 +85,14 @@ class ReindexSchema(ma.Schema):
         required=True,
         metadata={"description": "true: re-embed every memory, not only those without a vector"},
     )
+    limit = ma.fields.Integer(
+        strict=True,
+        validate=Range(1, 1_000_000),
+        metadata={
+            "description": "Embed at most this many in this run (the specification's batch); "
+            "absent: all of them. Writes still embed their own memories."
+        },
+    )
 
 
 class ReindexResultSchema(ma.Schema):
@@ -168,5 +176,5 @@ class Reindex(MethodView):
         if body["force"]:
             svc.backfill.mark_all_for_reindex()
         pending = svc.backfill.pending()  # before the backfill starts eating into it
-        request_backfill(svc.jobs)
+        request_backfill(svc.jobs, body.get("limit"))
         return {"started": True, "pending": pending}

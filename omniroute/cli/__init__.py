@@ -12,7 +12,7 @@ from omniroute.cli.life import clear_command, jobs_cli
 from omniroute.cli.transfer import import_command
 from omniroute.core.db import migrate
 from omniroute.jobs.worker import run_worker
-from omniroute.memory.embedding.model_builds import ModelBuild
+from omniroute.memory.embedding.model_builds import ModelBuild, models_dir
 from omniroute.memory.embedding.multilingual_model import MULTILINGUAL_BUILD
 from omniroute.memory.embedding.static_model import STATIC_BUILD
 from omniroute.memory.qdrant.connection import QdrantUnavailable
@@ -156,7 +156,7 @@ def build_multilingual_command() -> None:
 
 
 def _build_and_share(build: ModelBuild) -> None:
-    path = build.build(current_app.config["DATA_DIR"])
+    path = build.build(models_dir(current_app.config))
     services().shared_models.publish(path)
     click.echo(f"{build.kind} model ready at {path} and kept in the database {services().db.url}")
 

@@ -165,6 +165,16 @@ def configure(level: str, log_format: str, packages: tuple[str, ...]) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+def log_event(
+    logger: logging.Logger, event: str, level: int = logging.INFO, **fields: object
+) -> None:
+    """A named event (`memory.injection.injected`): in plain text the name and its fields
+    as `name=value`, in JSON `event` and each field of its own."""
+    known = {name: value for name, value in fields.items() if value is not None}
+    text = "".join(f" {name}={value}" for name, value in known.items())
+    logger.log(level, "%s%s", event, text, extra={"event": event} | known)
+
+
 def log_request(method: str, route: str, status: int, started: float, **fields) -> None:
     """The one line a request leaves: in plain text for people, its fields for JSON."""
     latency_ms = round((time.perf_counter() - started) * 1000, 2)

@@ -73,9 +73,15 @@ def request_qdrant_sync(queue: JobQueue, settings: QdrantSettings) -> None:
     )
 
 
-def request_backfill(queue: JobQueue) -> None:
-    """Embed the memories that need a vector in the background (folded if one already waits)."""
-    queue.enqueue(EMBEDDINGS_QUEUE, BACKFILL_VECTORS, unique_id=BACKFILL_JOB_ID)
+def request_backfill(queue: JobQueue, limit: int | None = None) -> None:
+    """Embed the memories that need a vector in the background (folded if one already
+    waits); at most `limit` of them when given (the reindex endpoint's)."""
+    if limit is None:
+        queue.enqueue(EMBEDDINGS_QUEUE, BACKFILL_VECTORS, unique_id=BACKFILL_JOB_ID)
+    else:
+        queue.enqueue(
+            EMBEDDINGS_QUEUE, BACKFILL_VECTORS, limit, unique_id=f"{BACKFILL_JOB_ID}-{limit}"
+        )
 
 
 def request_model_build(queue: JobQueue, kind: str) -> None:

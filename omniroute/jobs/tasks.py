@@ -11,14 +11,16 @@ import logging
 from flask import current_app
 from rq import get_current_job
 
+from omniroute.core.logs import log_event
 from omniroute.core.metrics import counted
 from omniroute.jobs import request_backfill
-from omniroute.memory.embedding.model_builds import BuildInProgress
+from omniroute.memory.embedding.model_builds import BuildInProgress, models_dir
 from omniroute.memory.embedding.multilingual_model import MULTILINGUAL_BUILD
 from omniroute.memory.embedding.static_model import STATIC_BUILD
 from omniroute.services import services
 
 log = logging.getLogger(__name__)
+EXTRACTION_FAILED_EVENT = "memory.extraction.background.failed"  # the specification's event
 
 
 @counted("extract-facts")
@@ -30,11 +32,15 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
     has no user_id).
     """
     svc = services()
-    if text_job:
-        session_id, text, source, *user = text_job
-        count = svc.outbox.store_text(entry_id, session_id, text, source, *user)
-    else:
-        count = svc.outbox.process(entry_id) or 0
+    try:
+        if text_job:
+            session_id, text, source, *user = text_job
+            count = svc.outbox.store_text(entry_id, session_id, text, source, *user)
+        else:
+            count = svc.outbox.process(entry_id) or 0
+    except Exception as exc:  # logged as the specification names it; the job's retry follows
+        log_event(log, EXTRACTION_FAILED_EVENT, logging.WARNING, entry=entry_id, error=repr(exc))
+        raise
     job = get_current_job()
     log.info("job %s: %d facts", job.id if job else "in-process", count)
     svc.activity.add("extractions")
@@ -47,9 +53,10 @@ def extract_facts(entry_id: str, *text_job: str) -> int:
 
 
 @counted("backfill-vectors")
-def backfill_vectors() -> int:
-    """Embed every memory that still needs a vector; return how many got one."""
-    progress = services().backfill.run()
+def backfill_vectors(limit: int | None = None) -> int:
+    """Embed every memory that still needs a vector (at most `limit`); return how many got
+    one."""
+    progress = services().backfill.run(limit=limit)
     _report(
         f"{progress.processed} memories embedded, {progress.errors} errors",
         progress.processed or progress.errors,
@@ -94,13 +101,13 @@ def build_model(kind: str) -> str | None:
     instead."""
     svc = services()
     build = BUILDS[kind]
-    data_dir = current_app.config["DATA_DIR"]
-    target = build.path(data_dir)
+    folder = models_dir(current_app.config)
+    target = build.path(folder)
     if svc.shared_models.restore(target):
         log.info("%s embedding model restored from the database into %s", kind, target)
     else:
         try:
-            build.build(data_dir)
+            build.build(folder)
         except BuildInProgress as exc:
             log.info("%s model: %s; leaving it to that build", kind, exc)
             return None

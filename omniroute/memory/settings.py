@@ -142,8 +142,9 @@ SETTINGS: tuple[Setting, ...] = (
             "The share of a chat's budget that global memories (of no key, written by the "
             "admin) may take, in percent; 0 injects none.", low=0, high=100),
     Setting("embeddingSource", "memoryEmbeddingSource", "auto", CHOICE,
-            "Where vectors come from; `auto` takes the first available of remote, "
-            "multilingual, static, transformers.", choices=EMBEDDING_SOURCES),
+            "Where vectors come from; `auto` takes the first available of remote (the "
+            "embeddingProviderModel), the first provider with an API key and an embedding "
+            "model, multilingual, static, transformers.", choices=EMBEDDING_SOURCES),
     Setting("embeddingProviderModel", "memoryEmbeddingProviderModel", None, TEXT,
             "A provider's embedding model, `provider/model`.", nullable=True),
     Setting("transformersEnabled", "memoryTransformersEnabled", False, BOOLEAN,

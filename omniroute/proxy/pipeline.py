@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Request
 
+from omniroute.core.logs import log_event
 from omniroute.core.metrics import MEMORIES_INJECTED, RETRIEVAL_LATENCY
 from omniroute.core.providers.registry import Provider
 from omniroute.jobs import request_extraction, request_extraction_of_text
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
 OPT_OUT_VALUES = frozenset({"true", "1", "yes"})
+INJECTED_EVENT = "memory.injection.injected"  # the specification's log event
 # How many memories the serving backend is asked for; the token budget then takes its share.
 RECALL_LIMIT = 50
 
@@ -42,6 +44,7 @@ class MemoryTurn:
     # Which backend answered the search, and those that failed first (remote primaries).
     backend: str | None = None
     failed_backends: tuple[str, ...] = ()
+    strategy: str | None = None  # how the memories were ranked (the recall's)
 
     @classmethod
     def begin(
@@ -76,6 +79,10 @@ class MemoryTurn:
         if not memories:
             return body
         self.injected = [memory.id for memory in memories]
+        log_event(
+            log, INJECTED_EVENT, count=len(memories), strategy=self.strategy, model=model,
+            backend=self.backend,
+        )  # fmt: skip
         MEMORIES_INJECTED.inc(len(memories))
         svc.activity.add("injected", len(memories))
         svc.activity.add("tokens_added", sum(count_tokens(m.content) for m in memories))
@@ -103,6 +110,7 @@ class MemoryTurn:
             session_id=self.scope.search_session,
         )
         self.backend, self.failed_backends = found.backend, found.failed
+        self.strategy = found.strategy
         fell_back = found.fallback_reason is not None or found.ranking_fell_back
         RETRIEVAL_LATENCY.labels(found.strategy, "yes" if fell_back else "no").observe(
             time.perf_counter() - started

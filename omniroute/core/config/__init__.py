@@ -174,6 +174,13 @@ SETTINGS: tuple[Setting, ...] = (
         values.optional,
     ),
     Setting(
+        "MEMORY_STATIC_CACHE_DIR",
+        None,
+        "The folder the built local models (static, multilingual) live in, as the "
+        "specification names it. Unset: `<DATA_DIR>/embeddings`.",
+        values.optional,
+    ),
+    Setting(
         "MEMORY_TRANSFORMERS_MODEL",
         None,
         "Folder of a BERT-style sentence model for the transformers source. Unset: the "
@@ -242,6 +249,13 @@ SETTINGS: tuple[Setting, ...] = (
         60,
         "Seconds between runs of the outbox sweep (lost extraction jobs queued again, Qdrant "
         "repaired).",
+        values.positive_int,
+    ),
+    Setting(
+        "MEMORY_BACKEND_HEALTH_INTERVAL",
+        60,
+        "Seconds between health checks of the memory backends (the `backend-health` job; "
+        "the configured backends are initialised at start as well).",
         values.positive_int,
     ),
     Setting(

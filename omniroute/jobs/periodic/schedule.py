@@ -41,6 +41,15 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         everywhere=True,
     ),
     PeriodicJob(
+        "backend-health",
+        "omniroute.jobs.periodic.tasks.check_backends",
+        "MEMORY_BACKEND_HEALTH_INTERVAL",
+        120,
+        "Check the health of every memory backend (the local store and each remote one), "
+        "initialising again one that answers again.",
+        everywhere=True,
+    ),
+    PeriodicJob(
         "retention-sweep",
         "omniroute.jobs.periodic.tasks.sweep_memories",
         "MEMORY_SWEEP_INTERVAL",

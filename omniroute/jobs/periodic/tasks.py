@@ -22,6 +22,10 @@ def sweep_outboxes_now() -> dict[str, Any]:
     return sweep_outboxes(svc.jobs, svc.outbox, svc.qdrant)
 
 
+def check_backends() -> dict[str, Any]:
+    return services().backends.check()
+
+
 def sweep_memories() -> dict[str, Any]:
     return services().retention_sweep.run().as_dict()
 

@@ -240,6 +240,20 @@ class MemoryManager:
     def health(self) -> dict[str, Health]:
         return {backend_id: backend.health() for backend_id, backend in self._backends.items()}
 
+    def initialize_all(self) -> dict[str, str | None]:
+        """Initialise every backend (a remote one checks that it answers): by id, None when
+        it is ready or why it is not. A backend that is down stays registered: its calls
+        fail over to the fallbacks until it answers."""
+        states: dict[str, str | None] = {}
+        for backend_id, backend in list(self._backends.items()):
+            try:
+                backend.initialize()
+                states[backend_id] = None
+            except Exception as exc:  # any backend's failure is logged, never raised here
+                log.warning("memory backend %s not ready: %s", backend_id, exc)
+                states[backend_id] = str(exc)
+        return states
+
     # -- background -----------------------------------------------------------------------
 
     def _to_fallbacks(self, operation: str, call) -> None:

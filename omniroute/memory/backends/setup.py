@@ -79,6 +79,30 @@ class BackendSetup:
                 self._applied = wanted
         return self.manager
 
+    def start(self) -> None:
+        """Register the configured backends and initialise them, in the background: a remote
+        one that is down is logged and left to the health job, never holding the start."""
+        threading.Thread(
+            target=lambda: self.current().initialize_all(),
+            name="omniroute-backends-start",
+            daemon=True,
+        ).start()
+
+    def check(self) -> dict[str, Any]:
+        """The periodic health check: each backend's health, and a backend that answers
+        again is initialised again (the backend-health job's figures)."""
+        manager = self.current()
+        report = {}
+        for backend_id, health in manager.health().items():
+            report[backend_id] = {"ok": health.ok, "latencyMs": health.latency_ms,
+                                  "message": health.message}  # fmt: skip
+            if not health.ok:
+                log.warning("memory backend %s is down: %s", backend_id, health.message)
+        again = [i for i, state in report.items() if state["ok"] and i in self._remote]
+        if again:
+            manager.initialize_all()
+        return {"backends": report, "down": sum(1 for s in report.values() if not s["ok"])}
+
     def remote_writer(self):
         """Where extracted facts go when a backend other than the local store is primary:
         its upsert on the key (a retried job never stores a fact twice). None while the

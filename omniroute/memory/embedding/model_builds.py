@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from omniroute.core.clock import to_iso
 from omniroute.memory.embedding.transformers_model import missing_packages
@@ -23,25 +24,31 @@ class BuildInProgress(RuntimeError):
     """Another process or thread is building this model right now."""
 
 
+def models_dir(config: Mapping[str, Any]) -> str:
+    """Where the built models live: MEMORY_STATIC_CACHE_DIR, else DATA_DIR/embeddings."""
+    return config.get("MEMORY_STATIC_CACHE_DIR") or str(Path(config["DATA_DIR"]) / "embeddings")
+
+
 @dataclass(frozen=True)
 class ModelBuild:
     kind: str  # the source it serves: static, multilingual
-    name: str  # its folder under DATA_DIR/embeddings (and its name in the database)
+    name: str  # its folder in the models folder (models_dir), and its name in the database
     write: Callable[[Path], None]  # writes the model into an empty folder
     is_ready: Callable[[Path], bool]  # whether a folder holds a whole model
     needs: tuple[str, ...]  # the packages building it imports
     command: str  # the CLI command that builds it
 
-    def path(self, data_dir: str) -> Path:
-        return Path(data_dir).resolve() / "embeddings" / self.name
+    def path(self, folder: str) -> Path:
+        """Its place in `folder`, the models folder (models_dir)."""
+        return Path(folder).resolve() / self.name
 
     def can_build(self) -> bool:
         """Whether this install can build it (the slim one cannot)."""
         return not missing_packages(self.needs)
 
-    def build(self, data_dir: str) -> Path:
-        """Build the model into its place under `data_dir`; the folder it is now in."""
-        target = self.path(data_dir)
+    def build(self, folder: str) -> Path:
+        """Build the model into its place in `folder` (models_dir); the folder it is now in."""
+        target = self.path(folder)
         partial = _partial(target)
         if partial.exists() and time.time() - partial.stat().st_mtime > STALE_BUILD_SECONDS:
             shutil.rmtree(partial, ignore_errors=True)

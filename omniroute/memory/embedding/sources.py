@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from omniroute.core.providers.client import ProviderClient
 from omniroute.core.providers.registry import Provider, ProviderStore
 from omniroute.memory.embedding.base import Embedder, EmbeddingError
 from omniroute.memory.embedding.cache import CachedEmbedder
-from omniroute.memory.embedding.model_builds import ModelBuild
+from omniroute.memory.embedding.model_builds import ModelBuild, models_dir
 from omniroute.memory.embedding.multilingual_model import (
     MULTILINGUAL_BUILD,
     RUNTIME_PACKAGES,
@@ -37,7 +38,9 @@ from omniroute.memory.embedding.transformers_model import (
 from omniroute.memory.settings import MemoryConfig
 
 SOURCE_ORDER = {
-    "auto": ("remote", "multilingual", "static", "transformers"),
+    # auto: the provider model set, else the first provider with a key and an embedding
+    # model (as the specification has it), then the local sources.
+    "auto": ("remote", "provider", "multilingual", "static", "transformers"),
     "remote": ("remote",),
     "static": ("static",),
     "transformers": ("transformers",),
@@ -90,10 +93,10 @@ class EmbeddingSources:
 
     def static_path(self) -> Path:
         configured = self._config.get("MEMORY_STATIC_MODEL")
-        return Path(configured) if configured else STATIC_BUILD.path(self._config["DATA_DIR"])
+        return Path(configured) if configured else STATIC_BUILD.path(models_dir(self._config))
 
     def multilingual_path(self) -> Path:
-        return MULTILINGUAL_BUILD.path(self._config["DATA_DIR"])
+        return MULTILINGUAL_BUILD.path(models_dir(self._config))
 
     def cache_stats(self) -> dict[str, int]:
         """Hits and misses of every embedder's cache in this process, summed."""
@@ -128,6 +131,20 @@ class EmbeddingSources:
             return None, f"provider {provider.id} lists no embedding model {bare!r}"
         key = ("remote", model, known[bare], provider.base_url, provider.api_key)
         return self._cached(key, lambda: self._remote_embedder(provider, bare, known[bare])), None
+
+    def _provider(self, settings):
+        """auto's second choice: the first provider (in id order) that has an API key and
+        lists an embedding model, its first."""
+        if settings.embedding_provider_model or settings.custom_base_url:
+            return None, "embeddingProviderModel or customBaseUrl is set (see remote)"
+        for provider in sorted(self._providers.list_providers(), key=lambda p: p.id):
+            if provider.has_key and provider.embedding_models:
+                model = provider.embedding_models[0]
+                key = ("remote", f"{provider.id}/{model['id']}", model["dimensions"],
+                       provider.base_url, provider.api_key)  # fmt: skip
+                made = partial(self._remote_embedder, provider, model["id"], model["dimensions"])
+                return self._cached(key, made), None
+        return None, "no provider has an API key and an embedding model"
 
     def _custom(self, settings):
         """customBaseUrl (+ customModelId): a memory-only endpoint, with the selected provider's

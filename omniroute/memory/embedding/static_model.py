@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from omniroute.memory.embedding.base import normalised
-from omniroute.memory.embedding.model_builds import ModelBuild
+from omniroute.memory.embedding.model_builds import ModelBuild, models_dir
 from omniroute.memory.embedding.transformers_model import LOCAL_MODEL_PACKAGES, default_model_path
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,13 @@ STATIC_BUILD = ModelBuild(
 
 
 def default_static_path(data_dir: str) -> Path:
-    return STATIC_BUILD.path(data_dir)
+    """Where the static model of a DATA_DIR is (without MEMORY_STATIC_CACHE_DIR)."""
+    return STATIC_BUILD.path(models_dir({"DATA_DIR": data_dir}))
 
 
 def build_default_static(data_dir: str) -> Path:
     """Distill the packaged all-MiniLM-L6-v2 into a static model under DATA_DIR/embeddings."""
-    return STATIC_BUILD.build(data_dir)
+    return STATIC_BUILD.build(models_dir({"DATA_DIR": data_dir}))
 
 
 class StaticEmbedder:

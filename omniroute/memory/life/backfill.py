@@ -66,9 +66,17 @@ class Backfill:
         with self.store.db.write() as conn:
             conn.execute(update(memories).values(needs_reindex=1))
 
-    def run(self, max_batches: int | None = None, batch_size: int = BATCH_SIZE) -> Progress:
-        """Embed pending memories until none is left (or `max_batches` ran), `batch_size` at
-        a time (a bulk import takes larger batches)."""
+    def run(
+        self,
+        max_batches: int | None = None,
+        batch_size: int = BATCH_SIZE,
+        limit: int | None = None,
+    ) -> Progress:
+        """Embed pending memories until none is left (or `max_batches` ran, or `limit` were
+        taken), `batch_size` at a time (a bulk import takes larger batches)."""
+        if limit is not None:
+            batch_size = min(batch_size, limit)
+            max_batches = -(-limit // batch_size)
         if not self.store.db.vectors.available:
             vectors = self.store.db.vectors
             self.progress.reason = f"{vectors.backend} is not available: {vectors.error}"

@@ -370,3 +370,28 @@ def test_a_backfill_takes_the_local_indexs_vectors_instead_of_embedding_again(sv
     fresh = svc.qdrant.sync.target().embedder.inner.embed([FACTS["pet:dog"]])[0]
     assert np.allclose(held, fresh, atol=1e-6)
     assert nearest(svc, "golden retriever dog").items[0].memory.key == "pet:dog"
+
+
+def test_an_empty_qdrant_answer_falls_back_to_the_local_index(svc, client):
+    """As the specification has it: no hit from Qdrant is asked of the local index too (a
+    point still on its way, or lost)."""
+    enable(client)
+    ids = remember(svc, "alice", FACTS)
+    synced(svc)
+    target = svc.qdrant.sync.target()
+    svc.qdrant.sync.index.delete(target.config, target.collection, list(ids.values()))
+    ranking = nearest(svc, "golden retriever dog")
+    assert "found no point" in ranking.fallback_reason
+    assert ranking.vector_store != "qdrant" and ranking.items[0].memory.key == "pet:dog"
+
+
+def test_a_users_search_in_qdrant_sees_their_points_and_the_keys_never_anothers(svc, client):
+    enable(client)
+    svc.memories.create(api_key_id="alice", key="a", content="The office poodle is Bella")
+    svc.memories.create(api_key_id="alice", user_id="u1", key="b", content="My poodle is Rex")
+    svc.memories.create(api_key_id="alice", user_id="u2", key="c", content="My poodle is Fifi")
+    synced(svc)
+    ranking = nearest(svc, "poodle dog", user_id="u1")
+    assert ranking.vector_store == "qdrant"
+    assert {item.memory.key for item in ranking.items} == {"a", "b"}
+    assert {item.memory.key for item in nearest(svc, "poodle dog").items} == {"a"}

@@ -225,6 +225,7 @@ class Services:
             [(job.id, job.interval(config)) for job in _thread_jobs(config)],
             lambda job_id: run_job(periodic_runs, config, job_id),
             lock_dir=config["DATA_DIR"],
+            not_at_start=[job.id for job in PERIODIC_JOBS if not job.at_start],
         )
         return cls(
             db=database,

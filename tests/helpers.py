@@ -75,9 +75,12 @@ def drained(svc, timeout: float = 30.0) -> None:
     """Wait until every in-process job submitted so far has run (extraction included).
 
     A test that asserts nothing was extracted must wait for this first: after a fixed sleep
-    it would pass whenever the job was merely slow.
+    it would pass whenever the job was merely slow. A job may queue another as it ends (an
+    extraction, the backfill of what it stored): those are waited for too.
     """
-    svc.jobs.wait(timeout)
+    deadline = time.monotonic() + timeout
+    while svc.jobs.busy() and time.monotonic() < deadline:
+        svc.jobs.wait(deadline - time.monotonic())
     assert not svc.jobs.busy(), f"jobs still running after {timeout} s"
 
 

@@ -64,6 +64,7 @@ def test_with_the_primary_down_the_local_store_answers_and_says_so(alice, memory
     svc, key_id, client = alice
     svc.memories.create(api_key_id=key_id, key="preference:lang", content="I prefer TypeScript")
     memory_service.answers[("GET", "/health")] = (503, "down for maintenance")
+    svc.backends.check()  # the health job finds it down (it may have been ready since start)
     raw = ask(client, "TypeScript or Go for this?")
     assert raw.headers["x-omniroute-memory-backend"] == "local"
     assert raw.headers["x-omniroute-memory-fallback"] == "brain"

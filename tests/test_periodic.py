@@ -116,11 +116,24 @@ def test_schedulers_of_two_data_dirs_on_one_database_do_not_double_run(app, tmp_
     assert ran.count("b") == 1
 
 
+def test_a_job_not_run_at_start_waits_one_interval_from_the_start(app, runs, clock):
+    scheduler = Scheduler(
+        app, runs, [("a", 60), ("b", 60)], lambda job_id: None, "/nonexistent", not_at_start=["b"]
+    )
+    assert scheduler.due(clock()) == ["a"]
+    clock.advance(seconds=61)
+    assert scheduler.due(clock()) == ["a", "b"]
+
+
 def test_the_web_process_runs_every_periodic_job_and_reports_it(tmp_path):
-    app = create_app(app_settings(tmp_path, None, OUTBOX_SWEEP_INTERVAL=1))
+    app = create_app(
+        app_settings(tmp_path, None, OUTBOX_SWEEP_INTERVAL=1, MEMORY_BACKEND_HEALTH_INTERVAL=1)
+    )
     svc = app.extensions["omniroute"]
     try:
         assert eventually(lambda: len(svc.periodic_runs.all()) == len(PERIODIC_JOBS), timeout=15)
+        # backend-health waits one interval after the start (which initialised the backends).
+        assert svc.periodic_runs.all()["backend-health"]["result"]["backends"]["local"]["ok"]
         assert eventually(lambda: svc.periodic_runs.all()["outbox-sweep"]["runs"] >= 2, timeout=15)
         with app.app_context():
             report = svc.periodic_report()

@@ -31,6 +31,9 @@ def populated(studio, svc, make_key):
             "embedding_models": [{"id": "text-embedding-3-small", "dimensions": 1536}],
         },
     )
+    # A source that is off: under `auto` the provider above (a key and an embedding model)
+    # would embed these memories, and tests send nothing past loopback.
+    svc.memory_settings.update({"embeddingSource": "transformers"})
     return {"key": key, "gone": gone}
 
 

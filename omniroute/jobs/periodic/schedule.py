@@ -25,6 +25,8 @@ class PeriodicJob:
     # Also run by each web process's own thread when jobs go through Redis: the outbox
     # sweep repairs what a lost Redis job left undone, so it must not wait for a clock.
     everywhere: bool = False
+    # Its first run waits one interval after the process starts (the start did its work).
+    at_start: bool = True
 
     def interval(self, config: Mapping[str, Any]) -> int:
         return config[self.interval_setting]
@@ -48,6 +50,7 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         "Check the health of every memory backend (the local store and each remote one), "
         "initialising again one that answers again.",
         everywhere=True,
+        at_start=False,
     ),
     PeriodicJob(
         "retention-sweep",

@@ -13,7 +13,7 @@ import fcntl
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 
 from flask import Flask
@@ -35,9 +35,14 @@ class Scheduler:
         jobs: Sequence[tuple[str, float]],
         run: Callable[[str], object],
         lock_dir: str,
+        not_at_start: Collection[str] = (),
     ) -> None:
-        """`jobs` are (id, interval in seconds); `run(id)` runs one (it claims the record)."""
+        """`jobs` are (id, interval in seconds); `run(id)` runs one (it claims the record).
+        A job of `not_at_start` that never ran waits one interval from this scheduler's
+        making (the start does its work already)."""
         self._app = app
+        self._not_at_start = frozenset(not_at_start)
+        self._made = runs.clock()
         self._runs = runs
         self._jobs = tuple(jobs)
         self._run = run
@@ -80,6 +85,8 @@ class Scheduler:
                 continue
             cutoff = to_iso(now - timedelta(seconds=interval * (1 - DUE_SLACK)))
             started = record.get("started_at")
+            if started is None and job_id in self._not_at_start:
+                started = to_iso(self._made)
             if started is None or started <= cutoff:
                 due.append(job_id)
         return due

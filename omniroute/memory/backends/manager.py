@@ -240,12 +240,13 @@ class MemoryManager:
     def health(self) -> dict[str, Health]:
         return {backend_id: backend.health() for backend_id, backend in self._backends.items()}
 
-    def initialize_all(self) -> dict[str, str | None]:
-        """Initialise every backend (a remote one checks that it answers): by id, None when
-        it is ready or why it is not. A backend that is down stays registered: its calls
-        fail over to the fallbacks until it answers."""
+    def initialize_all(self, ids: Iterable[str] | None = None) -> dict[str, str | None]:
+        """Initialise every backend, or those of `ids` (a remote one checks that it answers):
+        by id, None when it is ready or why it is not. A backend that is down stays
+        registered: its calls fail over to the fallbacks until it answers."""
         states: dict[str, str | None] = {}
-        for backend_id, backend in list(self._backends.items()):
+        chosen = self._backends if ids is None else {i: self._backends[i] for i in ids}
+        for backend_id, backend in list(chosen.items()):
             try:
                 backend.initialize()
                 states[backend_id] = None

@@ -80,17 +80,22 @@ class BackendSetup:
         return self.manager
 
     def start(self) -> None:
-        """Register the configured backends and initialise them, in the background: a remote
-        one that is down is logged and left to the health job, never holding the start."""
-        threading.Thread(
-            target=lambda: self.current().initialize_all(),
-            name="omniroute-backends-start",
-            daemon=True,
-        ).start()
+        """Register the configured backends, and initialise the remote ones in the
+        background (no database is read there): one that is down is logged and left to the
+        health job, never holding the start."""
+        manager = self.current()
+        remote = sorted(self._remote)
+        if remote:
+            threading.Thread(
+                target=lambda: manager.initialize_all(remote),
+                name="omniroute-backends-start",
+                daemon=True,
+            ).start()
 
     def check(self) -> dict[str, Any]:
-        """The periodic health check: each backend's health, and a backend that answers
-        again is initialised again (the backend-health job's figures)."""
+        """The periodic health check: each backend's health; one that is down is shut down
+        (its next call initialises it again, and fails over while it cannot), one that
+        answers again is initialised again (the backend-health job's figures)."""
         manager = self.current()
         report = {}
         for backend_id, health in manager.health().items():
@@ -98,6 +103,7 @@ class BackendSetup:
                                   "message": health.message}  # fmt: skip
             if not health.ok:
                 log.warning("memory backend %s is down: %s", backend_id, health.message)
+                manager.backend(backend_id).shutdown()
         again = [i for i, state in report.items() if state["ok"] and i in self._remote]
         if again:
             manager.initialize_all()

@@ -133,7 +133,11 @@ def test_the_web_process_runs_every_periodic_job_and_reports_it(tmp_path):
     try:
         assert eventually(lambda: len(svc.periodic_runs.all()) == len(PERIODIC_JOBS), timeout=15)
         # backend-health waits one interval after the start (which initialised the backends).
-        assert svc.periodic_runs.all()["backend-health"]["result"]["backends"]["local"]["ok"]
+        def local_healthy() -> bool:
+            result = svc.periodic_runs.all()["backend-health"]["result"]  # None while it runs
+            return bool(result and result["backends"]["local"]["ok"])
+
+        assert eventually(local_healthy, timeout=15)
         assert eventually(lambda: svc.periodic_runs.all()["outbox-sweep"]["runs"] >= 2, timeout=15)
         with app.app_context():
             report = svc.periodic_report()

@@ -132,6 +132,7 @@ def test_the_web_process_runs_every_periodic_job_and_reports_it(tmp_path):
     svc = app.extensions["omniroute"]
     try:
         assert eventually(lambda: len(svc.periodic_runs.all()) == len(PERIODIC_JOBS), timeout=15)
+
         # backend-health waits one interval after the start (which initialised the backends).
         def local_healthy() -> bool:
             result = svc.periodic_runs.all()["backend-health"]["result"]  # None while it runs

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-import unicodedata
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from omniroute.core.text_rules import text_problem
 
 MEMORY_TYPES = ("factual", "episodic", "procedural", "semantic")
 # Joins a key and one of its end users into their search partition: no id may hold it.
@@ -18,15 +20,24 @@ SCOPES = ("global", "key", "user")
 MAX_USER_CHARS = 256
 
 
+# An end user's id, or '' (none): no control character (C0, DEL, C1; the separator of
+# owner_of is one), something besides white space. One rule: the REST schemas state it as
+# their pattern (so the spec says it too), chats and MCP through user_id_problem.
+_CONTROLS = r"\x00-\x1f\x7f-\x9f"
+USER_ID_PATTERN = rf"^([^{_CONTROLS}]*[^\s{_CONTROLS}][^{_CONTROLS}]*)?(?![\s\S])"
+USER_ID_RULE = (
+    "An end user's id is text with something besides white space and no control character."
+)
+_USER_ID = re.compile(USER_ID_PATTERN)
+
+
 def user_id_problem(user_id: str) -> str | None:
-    """Why `user_id` cannot name an end user, or None: at most MAX_USER_CHARS characters of
-    text, not blank, no control character (the separator of owner_of is one)."""
+    """Why `user_id` cannot name an end user, or None: at most MAX_USER_CHARS characters,
+    USER_ID_PATTERN's, not empty, no lone surrogate."""
     if len(user_id) > MAX_USER_CHARS:
         return f"An end user's id has at most {MAX_USER_CHARS} characters."
-    if not user_id.strip():
-        return "An end user's id must not be blank."
-    if any(unicodedata.category(char) in ("Cc", "Cs") for char in user_id):
-        return "An end user's id must not hold control characters or lone surrogates."
+    if not user_id or not _USER_ID.match(user_id) or text_problem(user_id):
+        return USER_ID_RULE
     return None
 
 

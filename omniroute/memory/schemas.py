@@ -5,15 +5,7 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow.validate import Length, Regexp
 
-from omniroute.memory.model import MAX_USER_CHARS
-
-# An end user's id as user_id_problem allows it, or '' (none): no control character (C0, DEL,
-# C1), something besides white space. A pattern, so that the spec says it too.
-_CONTROLS = "\\x00-\\x1f\\x7f-\\x9f"
-USER_ID_PATTERN = Regexp(
-    f"^([^{_CONTROLS}]*[^\\s{_CONTROLS}][^{_CONTROLS}]*)?(?![\\s\\S])",
-    error="An end user's id is text with something besides white space and no control character.",
-)
+from omniroute.memory.model import MAX_USER_CHARS, USER_ID_PATTERN, USER_ID_RULE
 
 
 def user_id_field(description: str, *, required: bool = False, **kwargs) -> ma.fields.String:
@@ -21,7 +13,10 @@ def user_id_field(description: str, *, required: bool = False, **kwargs) -> ma.f
     blank, without control characters; '' names none (unless it is `required`)."""
     return ma.fields.String(
         required=required,
-        validate=[Length(1 if required else 0, MAX_USER_CHARS), USER_ID_PATTERN],
+        validate=[
+            Length(1 if required else 0, MAX_USER_CHARS),
+            Regexp(USER_ID_PATTERN, error=USER_ID_RULE),
+        ],
         metadata={"description": description},
         **kwargs,
     )

@@ -80,7 +80,7 @@ class TestDatabase:
             conn.execute(
                 text(
                     "UPDATE memory_vec_meta SET active_dim = NULL, embedding_signature = NULL,"
-                    " last_reset_at = NULL, vec_loaded = 0"
+                    " last_reset_at = NULL"
                 )
             )
 

@@ -21,15 +21,15 @@ def brain(memory_service, **more) -> dict:
 def test_a_backend_is_registered_made_primary_and_listed_with_its_health(
     client, admin, svc, memory_service
 ):
-    answer = put(client, admin, backendConfigs=brain(memory_service), primaryBackend="brain",
-                 fallbackBackends=["sqlite"])  # fmt: skip
+    answer = put(client, admin, backendConfigs=brain(memory_service, backendType="mem0"),
+                 primaryBackend="brain", fallbackBackends=["sqlite"])  # fmt: skip
     assert answer.status_code == 200, answer.json
     assert svc.backends.current().primary.id == "brain", "applied on the PUT"
     listed = client.get("/api/memory/backends", headers=admin).json["data"]
-    assert [(b["id"], b["isPrimary"], b["isFallback"], b["health"]["ok"]) for b in listed] == [
-        ("local", False, True, True),
-        ("brain", True, False, True),
-    ]
+    assert [
+        (b["id"], b["backendType"], b["isPrimary"], b["isFallback"], b["health"]["ok"])
+        for b in listed
+    ] == [("local", "local", False, True, True), ("brain", "mem0", True, False, True)]
     assert memory_service.last["headers"]["Authorization"] == "Bearer sk-brain-secret-1234"
 
 
@@ -66,6 +66,8 @@ def test_a_backend_api_key_is_sealed_and_shown_masked(client, admin, svc, memory
          "backendConfigs.brain.headers.X-A", 422),
         ({"backendConfigs": {"brain": {"baseUrl": "http://x", "headers": {"Ünï": "v"}}}},
          "backendConfigs.brain.headers.Ünï", 422),
+        ({"backendConfigs": {"brain": {"baseUrl": "http://x", "backendType": "my mem0\n"}}},
+         "backendConfigs.brain.backendType", 422),
     ],
 )  # fmt: skip
 def test_bad_backend_settings_are_refused_naming_the_field_and_store_nothing(

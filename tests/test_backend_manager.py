@@ -25,9 +25,8 @@ def local(svc):
 @pytest.fixture
 def remote(memory_service):
     with httpx.Client(follow_redirects=False) as http:
-        yield GenericMemoryBackend(
-            "brain", "Brain", GenericConfig(base_url=memory_service.url), http, allow_local=True
-        )
+        config = GenericConfig(base_url=memory_service.url, backend_type="mem0")
+        yield GenericMemoryBackend("brain", "Brain", config, http, allow_local=True)
 
 
 @pytest.fixture
@@ -48,7 +47,8 @@ def test_the_local_store_is_the_default_primary_under_its_reference_name(manager
     manager.configure("sqlite", [])
     assert manager.primary is local
     assert manager.registered()[0] == {
-        "id": "local", "displayName": local.display_name, "isPrimary": True, "isFallback": False
+        "id": "local", "displayName": local.display_name, "backendType": "local",
+        "isPrimary": True, "isFallback": False,
     }  # fmt: skip
 
 
@@ -101,7 +101,7 @@ def test_a_fallback_that_fails_is_counted_and_logged_not_lost(
     assert manager.update(kept.id, {"content": "changed"}) is True
     manager.wait()
     assert synced("brain", "update", "failed") == before + 1
-    assert "backend brain: update not applied: HTTP 500: disk full" in caplog.text
+    assert "backend brain (mem0): update not applied: HTTP 500: disk full" in caplog.text
 
 
 def test_search_falls_back_on_an_error_and_says_why(manager, memory_service, local):

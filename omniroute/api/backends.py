@@ -20,6 +20,9 @@ class BackendHealthSchema(ma.Schema):
 class BackendSchema(ma.Schema):
     id = ma.fields.String()
     displayName = ma.fields.String()
+    backendType = ma.fields.String(
+        metadata={"description": "`local`, `obsidian`, `notion` or a generic backend's backendType"}
+    )
     isPrimary = ma.fields.Boolean()
     isFallback = ma.fields.Boolean()
     health = ma.fields.Nested(BackendHealthSchema)

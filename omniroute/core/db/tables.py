@@ -83,7 +83,6 @@ memory_vec_meta = Table(
     Column("active_dim", Integer),
     Column("embedding_signature", Text),
     Column("last_reset_at", Text),
-    Column("vec_loaded", Integer, nullable=False),
 )
 
 providers = Table(

@@ -147,6 +147,7 @@ def visible_to(query: SearchQuery, memories: list[Memory], backend_id: str) -> l
 class MemoryBackend(Protocol):
     id: str
     display_name: str
+    backend_type: str  # what it is (`local`, `obsidian`, `notion`, a generic's backendType)
 
     def create(self, memory: NewMemory) -> Memory: ...
 
@@ -177,6 +178,11 @@ class MemoryBackend(Protocol):
     def initialize(self) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+def named(backend: MemoryBackend) -> str:
+    """A backend as logs name it: its id and what it is."""
+    return f"{backend.id} ({backend.backend_type})"
 
 
 class Stateless:

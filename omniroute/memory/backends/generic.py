@@ -1,13 +1,14 @@
 """GenericMemoryBackend: any REST memory service as a backend (REFERENCE section 13).
 
-Endpoints (defaults: `/memories/search`, `/memories` to create and list, `/memories/{id}` to
-get, update and delete, `/health`) may be changed in the config; a `{name}` in one is the
-memory's id when the name is `id`, `memoryId` or one `pathParams` maps them to. Query
-parameter names may be remapped with `queryParams`. Requests carry JSON, the custom
-`headers`, then `Authorization: Bearer <apiKey>`. A 404 reads as "no such memory"; any other
-answer outside 2xx is a BackendError with its status and body; 204 is no body. Before its
-first call, and after a failed one, the backend checks `/health` and refuses with
-"Cannot connect to ..." while that fails.
+`backendType` (default `generic`) says what the service is (`mem0`, `zep`, ...): logs and
+the backend list name it beside the id. Endpoints (defaults: `/memories/search`,
+`/memories` to create and list, `/memories/{id}` to get, update and delete, `/health`)
+may be changed in the config; a `{name}` in one is the memory's id when the name is `id`,
+`memoryId` or one `pathParams` maps them to. Query parameter names may be remapped with
+`queryParams`. Requests carry JSON, the custom `headers`, then `Authorization: Bearer
+<apiKey>`. A 404 reads as "no such memory"; any other answer outside 2xx is a BackendError
+with its status and body; 204 is no body. Before its first call, and after a failed one,
+the backend checks `/health` and refuses with "Cannot connect to ..." while that fails.
 
 Unlike the reference, every request goes through the outbound URL guard (metadata
 addresses always refused, local ones unless allowed), to the address the guard checked,
@@ -69,6 +70,7 @@ class GenericConfig:
     endpoints: Mapping[str, str] = field(default_factory=dict)
     query_params: Mapping[str, str] = field(default_factory=dict)
     path_params: Mapping[str, str] = field(default_factory=dict)
+    backend_type: str = "generic"  # what the service is, for logs and the backend list
 
     def endpoint(self, name: str) -> str:
         return self.endpoints.get(name) or DEFAULT_ENDPOINTS[name]
@@ -94,6 +96,7 @@ class GenericMemoryBackend(RemoteBackend):
             timeout_seconds=config.timeout_ms / 1000,
             headers={"Content-Type": "application/json", **config.headers},
         )
+        self.backend_type = config.backend_type
         self.config = config
         self._ready = False
 

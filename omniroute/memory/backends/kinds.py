@@ -40,11 +40,12 @@ PATH_NAMES = ("id", "memoryId")
 # A backend's id: it names the backend in settings, metrics and answers.
 BACKEND_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 BACKEND_ID_SHAPE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+BACKEND_TYPE = BACKEND_ID  # a generic backend's backendType (for logs) has the same shape
 # An HTTP header's name (RFC 9110's token).
 HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 GENERIC_FIELDS = frozenset(
     {"type", "baseUrl", "apiKey", "headers", "timeout", "endpoints", "queryParams",
-     "pathParams", "displayName"}
+     "pathParams", "displayName", "backendType"}
 )  # fmt: skip
 
 
@@ -79,9 +80,12 @@ def generic_config(raw: Mapping[str, Any]) -> GenericConfig:
         raise BadBackendConfig(unknown[0], "is not a field of a generic backend")
     if not isinstance(raw.get("baseUrl"), str) or not raw["baseUrl"].strip():
         raise BadBackendConfig("baseUrl", "required: the backend's http(s) URL")
-    for name in ("apiKey", "displayName"):
+    for name in ("apiKey", "displayName", "backendType"):
         if raw.get(name) is not None and not isinstance(raw[name], str):
             raise BadBackendConfig(name, "must be a string")
+    backend_type = (raw.get("backendType") or "generic").strip()
+    if not BACKEND_TYPE.fullmatch(backend_type):
+        raise BadBackendConfig("backendType", BACKEND_ID_SHAPE)
     api_key = raw.get("apiKey")
     timeout = _timeout(raw)
     return GenericConfig(
@@ -92,6 +96,7 @@ def generic_config(raw: Mapping[str, Any]) -> GenericConfig:
         endpoints=_strings(raw, "endpoints", DEFAULT_ENDPOINTS),
         query_params=_strings(raw, "queryParams", QUERY_NAMES),
         path_params=_strings(raw, "pathParams", PATH_NAMES),
+        backend_type=backend_type,
     )
 
 
@@ -246,7 +251,8 @@ _HEADERS = {
 GENERIC = BackendKind(
     "generic",
     fields={"baseUrl": URL, "headers": _HEADERS, "endpoints": _names(DEFAULT_ENDPOINTS),
-            "queryParams": _names(QUERY_NAMES), "pathParams": _names(PATH_NAMES)},
+            "queryParams": _names(QUERY_NAMES), "pathParams": _names(PATH_NAMES),
+            "backendType": {"type": "string", "pattern": BACKEND_TYPE.pattern}},
     required=("baseUrl",),
     check=generic_config,
     make=_make_generic,

@@ -32,6 +32,7 @@ LOCAL_ALIASES = {"sqlite": LOCAL_ID, "postgresql": LOCAL_ID}
 
 class LocalBackend(Stateless):
     id = LOCAL_ID
+    backend_type = "local"
 
     def __init__(self, store: MemoryStore, retriever: Retriever, settings: MemorySettings) -> None:
         self.store = store

@@ -33,6 +33,7 @@ from omniroute.memory.backends.base import (
     MemoryBackend,
     NewMemory,
     SearchQuery,
+    named,
     owned_by,
     visible_to,
 )
@@ -133,6 +134,7 @@ class MemoryManager:
             {
                 "id": backend.id,
                 "displayName": backend.display_name,
+                "backendType": backend.backend_type,
                 "isPrimary": backend.id == self._primary,
                 "isFallback": backend.id in self._fallbacks,
             }
@@ -197,7 +199,7 @@ class MemoryManager:
             try:
                 found = backend.get(memory_id)
             except BackendError as exc:
-                log.warning("backend %s: get failed: %s", backend.id, exc)
+                log.warning("backend %s: get failed: %s", named(backend), exc)
                 continue
             if found is not None:
                 return found
@@ -226,7 +228,7 @@ class MemoryManager:
             try:
                 recalled = backend.recall(query)
             except BackendError as exc:
-                log.warning("backend %s: search failed: %s", backend.id, exc)
+                log.warning("backend %s: search failed: %s", named(backend), exc)
                 reasons.append(f"{backend.id}: {exc}")
                 failed.append(backend.id)
                 continue
@@ -251,7 +253,7 @@ class MemoryManager:
                 backend.initialize()
                 states[backend_id] = None
             except Exception as exc:  # any backend's failure is logged, never raised here
-                log.warning("memory backend %s not ready: %s", backend_id, exc)
+                log.warning("memory backend %s not ready: %s", named(backend), exc)
                 states[backend_id] = str(exc)
         return states
 
@@ -268,7 +270,7 @@ class MemoryManager:
             call(backend)
         except Exception as exc:  # counted and logged: a fallback may lag, never silently
             BACKEND_SYNC.labels(backend.id, operation, "failed").inc()
-            log.warning("backend %s: %s not applied: %s", backend.id, operation, exc)
+            log.warning("backend %s: %s not applied: %s", named(backend), operation, exc)
             return
         BACKEND_SYNC.labels(backend.id, operation, "ok").inc()
 

@@ -42,6 +42,8 @@ TEXT_PROPERTIES = {
 
 
 class NotionBackend(RemoteBackend, Stateless):
+    backend_type = "notion"
+
     def __init__(
         self,
         http: httpx.Client,

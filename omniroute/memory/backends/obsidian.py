@@ -47,6 +47,8 @@ def file_name(text: str) -> str:
 
 
 class ObsidianBackend(RemoteBackend, Stateless):
+    backend_type = "obsidian"
+
     def __init__(
         self,
         http: httpx.Client,

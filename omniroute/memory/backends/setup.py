@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from omniroute.core.sealed import KeyNeeded, SecretBox, keeps_stored_key, masked
+from omniroute.memory.backends.base import named
 from omniroute.memory.backends.kinds import (
     BACKEND_ID,
     BACKEND_ID_SHAPE,
@@ -102,8 +103,9 @@ class BackendSetup:
             report[backend_id] = {"ok": health.ok, "latencyMs": health.latency_ms,
                                   "message": health.message}  # fmt: skip
             if not health.ok:
-                log.warning("memory backend %s is down: %s", backend_id, health.message)
-                manager.backend(backend_id).shutdown()
+                backend = manager.backend(backend_id)
+                log.warning("memory backend %s is down: %s", named(backend), health.message)
+                backend.shutdown()
         again = [i for i, state in report.items() if state["ok"] and i in self._remote]
         if again:
             manager.initialize_all()

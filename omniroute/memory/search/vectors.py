@@ -34,7 +34,6 @@ class VectorMeta:
     active_dim: int | None
     signature: str | None
     last_reset_at: str | None
-    loaded: bool
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -60,19 +59,14 @@ class VectorIndex(ABC):
 
     def meta(self, conn: Connection) -> VectorMeta:
         row = conn.execute(select(memory_vec_meta)).mappings().one()
-        return VectorMeta(
-            row["active_dim"],
-            row["embedding_signature"],
-            row["last_reset_at"],
-            bool(row["vec_loaded"]),
-        )
+        return VectorMeta(row["active_dim"], row["embedding_signature"], row["last_reset_at"])
 
     def record_reset(self, conn: Connection, signature: str, dim: int) -> None:
         """Every memory needs a vector of the new signature: record it, mark them all."""
         conn.execute(update(memories).values(needs_reindex=1))
         conn.execute(
             update(memory_vec_meta).values(
-                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso(), vec_loaded=1
+                active_dim=dim, embedding_signature=signature, last_reset_at=now_iso()
             )
         )
 

@@ -57,7 +57,9 @@ class FakeQdrant(LoopbackServer):
             if rest == "" and method == "GET":
                 return 200, _info(collection)
             if rest == "" and method == "PATCH":
-                collection["config"]["quantization_config"] = body.get("quantization_config")
+                for part in ("quantization_config", "hnsw_config"):
+                    if part in body:
+                        collection["config"][part] = body[part]
                 return 200, True
             if rest == "/index":
                 collection["indexes"].append(body["field_name"])
@@ -90,6 +92,7 @@ def _info(collection: dict) -> dict:
     """A CollectionInfo as Qdrant 1.x answers it (the fields qdrant-client requires)."""
     created = collection["config"]
     quantization = created.get("quantization_config")
+    ef_construct = (created.get("hnsw_config") or {}).get("ef_construct", 100)
     return {
         "status": "green",
         "optimizer_status": "ok",
@@ -98,7 +101,7 @@ def _info(collection: dict) -> dict:
         "payload_schema": {},
         "config": {
             "params": {"vectors": created["vectors"]},
-            "hnsw_config": {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000},
+            "hnsw_config": {"m": 16, "ef_construct": ef_construct, "full_scan_threshold": 10000},
             "optimizer_config": {"default_segment_number": 0, "flush_interval_sec": 5},
             "quantization_config": None if quantization == "Disabled" else quantization,
         },

@@ -137,7 +137,7 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             )
             model = body.get("model", "")
             if self.path == "/v1/embeddings":
-                return self._embeddings(model, body.get("input", []))
+                return self._embeddings(model, body.get("input", []), body.get("dimensions"))
             if self.path == "/v1/rerank":
                 return self._rerank(model, body.get("documents", []))
             if self.path.startswith("/v1/moved"):  # a redirect, which callers never follow
@@ -171,7 +171,7 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 return self._counted(self._stream, model, body.get("n") or 1)
             return self._send(200, completion(model, upstream.reply), headers=RATE_HEADERS)
 
-        def _embeddings(self, model: str, given) -> None:
+        def _embeddings(self, model: str, given, dimensions: int | None) -> None:
             if model == "fail-401":
                 return self._send(401, {"error": {"message": "bad key"}})
             if model == "fail-429":
@@ -181,13 +181,18 @@ def _handler_for(upstream: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             # OpenAI's input: a string, a token array, or a list of strings or token arrays.
             if isinstance(given, str) or (given and all(isinstance(t, int) for t in given)):
                 given = [given]
+            if dimensions is not None and not 1 <= dimensions <= EMBEDDING_DIMENSIONS:
+                message = f"dimensions must be 1 to {EMBEDDING_DIMENSIONS}"
+                return self._send(400, {"error": {"message": message}})
             data = [
                 {
                     "object": "embedding",
                     "index": index,
+                    # `dimensions` shortens a vector as text-embedding-3 does: its first
+                    # components (the client normalises them again)
                     "embedding": fake_embedding(
                         item if isinstance(item, str) else json.dumps(item)
-                    ),
+                    )[:dimensions],
                 }
                 for index, item in enumerate(given)
             ]

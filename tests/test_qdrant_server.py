@@ -141,6 +141,23 @@ def test_quantisation_is_asked_for_at_creation_and_rescored_in_search(
     assert must[0] == {"key": "apiKeyId", "match": {"value": "alice"}}
 
 
+def test_ef_construct_is_asked_for_at_creation_and_a_collection_is_changed_to_a_new_one(
+    svc, client, qdrant
+):
+    enable(client, hnswEfConstruct=200)
+    svc.memories.create(api_key_id="alice", key="pet:dog", content="My golden retriever Max")
+    synced(svc)
+    (created,) = [r for r in qdrant.requests if r["method"] == "PUT" and r["path"].count("/") == 2]
+    assert created["body"]["hnsw_config"] == {"ef_construct": 200}
+    client.put("/api/settings/qdrant", json={"hnswEfConstruct": 64}, headers=ADMIN)
+    svc.memories.create(api_key_id="alice", key="pet:cat", content="My cat Tom")
+    synced(svc)
+    changed = [r["body"] for r in qdrant.requests if r["method"] == "PATCH"]
+    assert changed == [{"hnsw_config": {"ef_construct": 64}}], "the same collection, changed"
+    (collection,) = qdrant.collections.values()
+    assert len(collection["points"]) == 2
+
+
 def test_enabling_needs_a_healthy_qdrant(client, qdrant, svc):
     qdrant.mode = "down"
     response = client.put("/api/settings/qdrant", json={"enabled": True}, headers=ADMIN)

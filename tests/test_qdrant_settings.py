@@ -49,6 +49,8 @@ def test_get_shows_the_defaults(client):
         "collection": "omniroute_memory",
         "embeddingModel": None,
         "quantization": "none",
+        "vectorSize": None,
+        "hnswEfConstruct": 128,
         "hasApiKey": False,
         "apiKeyMasked": None,
     }
@@ -85,6 +87,17 @@ def test_stored_settings_win_over_the_environment(configured):
     ).json
     assert shown["url"] == "http://qdrant.internal:6334"
     assert (shown["collection"], shown["apiKeyMasked"]) == ("mine", "***9876")
+
+
+def test_vector_size_and_ef_construct_come_from_the_environment_until_stored(configured):
+    client = configured(QDRANT_VECTOR_SIZE=512, QDRANT_HNSW_EF_CONSTRUCT=64)
+    shown = client.get("/api/settings/qdrant", headers=ADMIN).json
+    assert (shown["vectorSize"], shown["hnswEfConstruct"]) == (512, 64)
+    body = {"vectorSize": 256, "hnswEfConstruct": 200}
+    shown = client.put("/api/settings/qdrant", json=body, headers=ADMIN).json
+    assert (shown["vectorSize"], shown["hnswEfConstruct"]) == (256, 200)
+    shown = client.put("/api/settings/qdrant", json={"vectorSize": None}, headers=ADMIN).json
+    assert shown["vectorSize"] == 512, "null gives the environment's (or the model's) size back"
 
 
 def test_the_api_key_is_sealed_at_rest_shown_masked_and_removed_by_empty(client, svc):
@@ -138,7 +151,12 @@ def test_a_new_server_needs_the_key_again(configured, svc):
         ({"collection": ""}, "collection"),
         ({"enabled": "yes"}, "enabled"),
         ({"apiKey": "a\nb"}, "apiKey"),
-        ({"vectorSize": 1536}, "vectorSize"),
+        ({"vectorSize": 0}, "vectorSize"),
+        ({"vectorSize": "512"}, "vectorSize"),
+        ({"vectorSize": 65537}, "vectorSize"),
+        ({"hnswEfConstruct": 3}, "hnswEfConstruct"),
+        ({"hnswEfConstruct": 4097}, "hnswEfConstruct"),
+        ({"hnswEfConstruct": None}, "hnswEfConstruct"),
     ],
 )
 def test_bad_values_are_refused_naming_the_field_and_nothing_is_stored(client, body, field):

@@ -322,6 +322,31 @@ def test_a_new_embedding_model_moves_to_a_new_collection(svc, client, upstream):
     )
 
 
+def test_vector_size_asks_a_provider_model_for_shorter_vectors(svc, client, upstream):
+    shown = enable(client, embeddingModel="fake/emb", vectorSize=4)
+    assert shown["vectorSize"] == 4
+    remember(svc, "alice", FACTS)
+    synced(svc)
+    target = svc.qdrant.sync.target()
+    assert target.embedder.dim == 4 and "__remote-fake-emb-4__" in target.collection
+    asked = [r["body"] for r in upstream.requests if r["path"] == "/v1/embeddings"]
+    assert asked and all(body["dimensions"] == 4 for body in asked)
+    assert len(points(svc, "alice")) == 3
+    found = nearest(svc, "golden retriever")
+    assert found.vector_store == "qdrant", found.fallback_reason
+
+
+def test_vector_size_a_local_model_cannot_make_is_refused_naming_it(svc, client):
+    answer = client.put(
+        "/api/settings/qdrant", json={"enabled": True, "vectorSize": 128}, headers=ADMIN
+    )
+    assert answer.status_code == 409
+    assert answer.json["error"]["details"][0]["field"] == "enabled"
+    assert "vectorSize 128: static model" in answer.json["error"]["message"]
+    assert "cannot be asked for 128" in answer.json["error"]["message"]
+    assert svc.qdrant.sync.settings.get().enabled is False
+
+
 def test_the_search_route_is_scoped_to_one_key(svc, client):
     enable(client)
     remember(svc, "alice", FACTS)

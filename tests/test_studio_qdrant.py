@@ -64,9 +64,11 @@ def test_in_the_browser_an_admin_enables_qdrant_and_tests_a_search(page, svc, ma
     card = page.locator("#qdrant-card")
     card.get_by_label("Qdrant enabled").check()
     card.get_by_label("Quantisation").select_option("int8")
+    card.get_by_label("HNSW ef_construct").fill("256")
     card.get_by_role("button", name="Save Qdrant settings").click()
     expect(page.locator("#announcer")).to_have_text("Qdrant settings saved")
-    assert svc.qdrant.sync.settings.get().quantization == "int8"
+    saved = svc.qdrant.sync.settings.get()
+    assert (saved.quantization, saved.hnsw_ef_construct, saved.vector_size) == ("int8", 256, None)
     expect(page.locator("#engine-status")).to_contain_text(
         "used for retrieval · 1 points", timeout=30_000
     )

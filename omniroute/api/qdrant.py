@@ -9,6 +9,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
+from omniroute.core.config.qdrant_limits import HNSW_EF_CONSTRUCTS, VECTOR_SIZES
 from omniroute.core.errors import abort_conflict, abort_invalid
 from omniroute.core.fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
 from omniroute.core.net import (
@@ -43,6 +44,10 @@ class QdrantSettingsSchema(ma.Schema):
         allow_none=True, metadata={"description": "null: the memory's own embedding source"}
     )
     quantization = ma.fields.String()
+    vectorSize = ma.fields.Integer(
+        allow_none=True, metadata={"description": "null: the embedding model's own size"}
+    )
+    hnswEfConstruct = ma.fields.Integer()
     hasApiKey = ma.fields.Boolean()
     apiKeyMasked = ma.fields.String(allow_none=True)
 
@@ -72,6 +77,23 @@ class QdrantSettingsUpdateSchema(ChangeSchema):
         metadata={"description": "`provider/model`; null or empty: the memory's embedder"},
     )
     quantization = ma.fields.String(validate=OneOf(QUANTIZATIONS))
+    vectorSize = ma.fields.Integer(
+        strict=True,
+        allow_none=True,
+        validate=Range(VECTOR_SIZES.start, VECTOR_SIZES.stop - 1),
+        metadata={
+            "description": "The size of Qdrant's vectors; a provider's model is asked for it "
+            "(OpenAI's `dimensions`), another model must make it. null: the model's own."
+        },
+    )
+    hnswEfConstruct = ma.fields.Integer(
+        strict=True,
+        validate=Range(HNSW_EF_CONSTRUCTS.start, HNSW_EF_CONSTRUCTS.stop - 1),
+        metadata={
+            "description": "The HNSW index's ef_construct (a collection of another "
+            "is changed to it on a server)"
+        },
+    )
     apiKey = ma.fields.String(
         validate=[Length(max=4096), header_value],
         metadata={"description": "empty removes the key"},
@@ -162,6 +184,8 @@ def _shown(config) -> dict:
         "collection": config.collection,
         "embeddingModel": config.embedding_model,
         "quantization": config.quantization,
+        "vectorSize": config.vector_size,
+        "hnswEfConstruct": config.hnsw_ef_construct,
         "hasApiKey": bool(config.api_key),
         "apiKeyMasked": masked(config.api_key),
     }
@@ -232,7 +256,9 @@ class QdrantSettingsResource(MethodView):
 
 
 def _connection_changed(body) -> bool:
-    return bool({"host", "port", "apiKey", "collection", "embeddingModel"} & set(body))
+    return bool(
+        {"host", "port", "apiKey", "collection", "embeddingModel", "vectorSize"} & set(body)
+    )
 
 
 @blp.route("/health")

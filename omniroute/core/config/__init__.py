@@ -12,6 +12,11 @@ from typing import Any
 
 from omniroute.core.config import values
 from omniroute.core.config.backends import BACKEND_SETTINGS
+from omniroute.core.config.qdrant_limits import (
+    DEFAULT_HNSW_EF_CONSTRUCT,
+    HNSW_EF_CONSTRUCTS,
+    VECTOR_SIZES,
+)
 from omniroute.core.config.retrieval import RETRIEVAL_SETTINGS
 from omniroute.core.config.values import Setting
 
@@ -305,6 +310,22 @@ SETTINGS: tuple[Setting, ...] = (
         "A provider's embedding model (`provider/model`) "
         "for the Qdrant vectors. Unset: the memory's own embedding source.",
         values.optional,
+    ),
+    Setting(
+        "QDRANT_VECTOR_SIZE",
+        None,
+        "The size of Qdrant's vectors. Unset: the embedding model's own. Set: a provider's "
+        "model is asked for vectors of that size (OpenAI's `dimensions`: text-embedding-3 "
+        "shortens its vectors); a model that cannot shorten is refused, naming the setting.",
+        values.int_range(VECTOR_SIZES.start, VECTOR_SIZES.stop - 1),
+    ),
+    Setting(
+        "QDRANT_HNSW_EF_CONSTRUCT",
+        None,
+        "The HNSW index's `ef_construct` for Qdrant's collections: higher builds a better "
+        "graph, slower. A collection made with another value is changed to this one.",
+        values.int_range(HNSW_EF_CONSTRUCTS.start, HNSW_EF_CONSTRUCTS.stop - 1),
+        default_doc=f"`{DEFAULT_HNSW_EF_CONSTRUCT}`",
     ),
     Setting(
         "QDRANT_PATH",

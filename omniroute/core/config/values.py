@@ -36,6 +36,16 @@ def port(raw: str) -> int:
     return value
 
 
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(f"must be a whole number from {low} to {high}")
+        return value
+
+    return parse
+
+
 def log_level(raw: str) -> str:
     level = raw.strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

@@ -29,13 +29,23 @@ class RemoteEmbedder:
         dim: int,
         *,
         timeout: float,
+        asked_dimensions: bool = False,
     ) -> None:
         self._client = client
-        self._provider = provider
+        self.provider = provider
         self._bare_model = model
         self.model = f"{provider.id}/{model}"
         self.dim = dim
         self._timeout = timeout
+        self._asked_dimensions = asked_dimensions  # send `dimensions`: dim is not the model's
+
+    def sized(self, dim: int) -> RemoteEmbedder:
+        """This model asked for vectors of `dim` (OpenAI's `dimensions`: text-embedding-3
+        shortens its vectors; a model that cannot is refused by its provider)."""
+        return RemoteEmbedder(
+            self._client, self.provider, self._bare_model, dim,
+            timeout=self._timeout, asked_dimensions=True,
+        )  # fmt: skip
 
     def probe_dimensions(self) -> int:
         """Embed one short text to learn the model's dimension (for custom endpoints)."""
@@ -53,9 +63,11 @@ class RemoteEmbedder:
 
     def _post(self, texts: list[str]) -> np.ndarray:
         body = {"model": self._bare_model, "input": texts}
+        if self._asked_dimensions:
+            body["dimensions"] = self.dim
         try:
             answer = self._client.post_json(
-                self._provider, "/embeddings", body, timeout=self._timeout
+                self.provider, "/embeddings", body, timeout=self._timeout
             )
         except ProviderError as exc:
             kind = ERROR_KINDS.get(exc.kind, "request_failed")

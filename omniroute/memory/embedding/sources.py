@@ -80,6 +80,20 @@ class EmbeddingSources:
             reasons.append(f"{source}: {reason}")
         return Resolution(None, "; ".join(reasons))
 
+    def sized(self, embedder: CachedEmbedder, dim: int) -> tuple[CachedEmbedder | None, str]:
+        """`embedder` making vectors of `dim`: itself when it does, its provider asked for
+        that size when it is a provider's model, else None and why."""
+        if embedder.dim == dim:
+            return embedder, ""
+        inner = embedder.inner
+        if not isinstance(inner, RemoteEmbedder):
+            return None, (
+                f"{embedder.source} model {embedder.model} makes {embedder.dim}-dimensional "
+                f"vectors and cannot be asked for {dim}; only a provider's model can"
+            )
+        key = ("sized", inner.model, dim, inner.provider.base_url, inner.provider.api_key)
+        return self._cached(key, lambda: inner.sized(dim)), ""
+
     def static_state(self) -> dict:
         """The static model's build state on this disk, and whether the database has it."""
         return self._model_state(STATIC_BUILD, self.static_path())

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from omniroute.core.config.qdrant_limits import (
+    DEFAULT_HNSW_EF_CONSTRUCT,
+    HNSW_EF_CONSTRUCTS,
+    VECTOR_SIZES,
+)
 from omniroute.core.db.settings_store import SettingsStore
 from omniroute.core.sealed import SecretBox
 
@@ -29,6 +34,7 @@ COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 ENABLED, HOST, PORT, API_KEY = "qdrantEnabled", "qdrantHost", "qdrantPort", "qdrantApiKey"
 COLLECTION, EMBEDDING_MODEL = "qdrantCollection", "qdrantEmbeddingModel"
 QUANTIZATION = "qdrantQuantization"
+VECTOR_SIZE, HNSW_EF_CONSTRUCT = "qdrantVectorSize", "qdrantHnswEfConstruct"
 VECTOR_STORE = "memoryVectorStore"
 
 
@@ -43,6 +49,8 @@ class QdrantConfig:
     quantization: str
     host: str  # as configured (shown by GET), "" when none
     port: int
+    vector_size: int | None = None  # None: the embedder's own dimension
+    hnsw_ef_construct: int = DEFAULT_HNSW_EF_CONSTRUCT
 
     @property
     def mode(self) -> str:
@@ -121,6 +129,11 @@ class QdrantSettings:
             quantization=quantization if quantization in QUANTIZATIONS else "none",
             host=host,
             port=port,
+            vector_size=_within(stored.get(VECTOR_SIZE), VECTOR_SIZES)
+            or env.get("QDRANT_VECTOR_SIZE"),
+            hnsw_ef_construct=_within(stored.get(HNSW_EF_CONSTRUCT), HNSW_EF_CONSTRUCTS)
+            or env.get("QDRANT_HNSW_EF_CONSTRUCT")
+            or DEFAULT_HNSW_EF_CONSTRUCT,
         )
 
     def update(self, changes: Mapping[str, Any]) -> QdrantConfig:
@@ -132,6 +145,8 @@ class QdrantSettings:
             "collection": COLLECTION,
             "embeddingModel": EMBEDDING_MODEL,
             "quantization": QUANTIZATION,
+            "vectorSize": VECTOR_SIZE,
+            "hnswEfConstruct": HNSW_EF_CONSTRUCT,
         }
         values: dict[str, Any] = {names[name]: changes[name] for name in names if name in changes}
         if "apiKey" in changes:
@@ -158,6 +173,8 @@ class QdrantSettings:
             quantization=changes.get("quantization", current.quantization),
             host=host,
             port=port,
+            vector_size=changes["vectorSize"] if "vectorSize" in changes else current.vector_size,
+            hnsw_ef_construct=changes.get("hnswEfConstruct") or current.hnsw_ef_construct,
         )
 
 
@@ -167,6 +184,12 @@ def _text(value: Any) -> str | None:
 
 def _port(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return value
+    return None
+
+
+def _within(value: Any, allowed: range) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value in allowed:
         return value
     return None
 

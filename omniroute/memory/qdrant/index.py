@@ -173,9 +173,12 @@ class QdrantIndex:
         return sorted(c.name for c in found.collections if c.name.startswith(config.collection))
 
     def ensure(self, config: QdrantConfig, name: str, dim: int) -> bool:
-        """Make the collection exist with this dimension and quantisation; True if created."""
+        """Make the collection exist with this dimension, quantisation and HNSW
+        ef_construct; True if created. On a server, a collection made with another
+        quantisation or ef_construct is changed to these (local mode has no such index)."""
         marker = (config.where, name)
-        if self._prepared.get(marker) == config.quantization:
+        wanted = (config.quantization, config.hnsw_ef_construct)
+        if self._prepared.get(marker) == wanted:
             return False
 
         def prepare(client: QdrantClient) -> bool:
@@ -184,6 +187,7 @@ class QdrantIndex:
                     name,
                     vectors_config=qm.VectorParams(size=dim, distance=qm.Distance.COSINE),
                     quantization_config=quantization_config(config.quantization),
+                    hnsw_config=qm.HnswConfigDiff(ef_construct=config.hnsw_ef_construct),
                 )
                 if not config.path:  # local mode has no payload indexes (it warns)
                     for field, schema in PAYLOAD_INDEXES.items():
@@ -195,16 +199,22 @@ class QdrantIndex:
                 raise QdrantUnavailable(
                     f"collection {name} holds {size}-dimensional vectors, not {dim}"
                 )
-            if not config.path and _mode(info.config.quantization_config) != config.quantization:
+            if config.path:
+                return False
+            if _mode(info.config.quantization_config) != config.quantization:
                 client.update_collection(
                     name,
                     quantization_config=quantization_config(config.quantization)
                     or qm.Disabled.DISABLED,
                 )
+            if info.config.hnsw_config.ef_construct != config.hnsw_ef_construct:
+                client.update_collection(
+                    name, hnsw_config=qm.HnswConfigDiff(ef_construct=config.hnsw_ef_construct)
+                )
             return False
 
         created = self.connection.run(config, prepare)
-        self._prepared[marker] = config.quantization
+        self._prepared[marker] = wanted
         return created
 
     def forget(self) -> None:

@@ -130,6 +130,10 @@ class QdrantSync:
         embedder, reason = self.embedder(config, settings or self.memory_settings.get())
         if embedder is None:
             raise QdrantUnavailable(f"no embedding source for Qdrant ({reason})")
+        if config.vector_size:
+            embedder, reason = self.sources.sized(embedder, config.vector_size)
+            if embedder is None:
+                raise QdrantUnavailable(f"vectorSize {config.vector_size}: {reason}")
         return Target(config, embedder, collection_name(config.collection, signature(embedder)))
 
     def is_ready(self, target: Target) -> bool:

@@ -293,8 +293,11 @@ class Services:
                     "error": record.get("error"),
                     "runs": record.get("runs", 0),
                     "failures": record.get("failures", 0),
-                    "overdue": started is None
-                    or started < to_iso(now - timedelta(seconds=2 * interval)),
+                    # a job that first runs one interval after the start has no record
+                    # until then: not overdue for lack of one
+                    "overdue": (started is None and job.at_start)
+                    or (started is not None
+                        and started < to_iso(now - timedelta(seconds=2 * interval))),
                 }
             )
         return {"scheduler": self._scheduler_mode(config), "jobs": jobs}

@@ -219,6 +219,8 @@ def test_overdue_means_not_started_for_two_intervals(app, svc):
             old = to_iso(svc.periodic_runs.clock() - timedelta(days=3))
             conn.execute(periodic_runs.update().values(started_at=old))
         assert _job(svc, "summarize")["overdue"]
+        assert _job(svc, "retention-sweep")["overdue"], "never run, though it runs at start"
+        assert not _job(svc, "backend-health")["overdue"], "its first run is an interval away"
 
 
 def _job(svc, job_id):

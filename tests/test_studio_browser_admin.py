@@ -61,6 +61,21 @@ def test_the_switch_turns_memory_on_with_the_token_cost_warning(page, svc):
     expect(page.get_by_role("switch", name="Use memory in chat requests")).to_be_focused()
 
 
+def test_settings_memory_turns_memory_on_and_gives_end_users_their_own(page, svc):
+    log_in(page, "/dashboard/settings")
+    page.get_by_role("switch", name="Use memory in chat requests").check()
+    expect(page.locator("#memory-switch .warning")).to_contain_text("extra prompt tokens")
+    page.get_by_label("What a chat sees of its key").select_option("user")
+    page.get_by_label("Share of the budget for global memories").fill("10")
+    page.get_by_role("button", name="Save retrieval settings").click()
+    expect(page.locator("#announcer")).to_have_text("Retrieval settings saved")
+    saved = svc.memory_settings.get()
+    assert (saved.enabled, saved.scope, saved.global_budget_percent) == (True, "user", 10)
+    page.reload()
+    expect(page.get_by_label("What a chat sees of its key")).to_have_value("user")
+    screenshot(page, "settings-memory")
+
+
 def test_create_a_key_copy_its_secret_once_and_revoke_it(page, svc):
     log_in(page, "/dashboard/keys")
     page.get_by_label("Name").fill("team bot")
@@ -208,6 +223,7 @@ def test_pages_fit_a_phone_screen(page, make_key, svc):
         ("/dashboard/memory?tab=engine", "engine-phone"),
         ("/dashboard/keys", "keys-phone"),
         ("/dashboard/providers", "providers-phone"),
+        ("/dashboard/settings", "settings-phone"),
     ]:
         page.goto(path)
         if name == "memories-phone":  # rows become blocks; the edit form stays folded away

@@ -7,8 +7,8 @@ import pytest
 
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.search.retrieval import STRATEGIES
-from omniroute.memory.settings import BY_NAME, CHAT_STRATEGIES
-from tests.html_checks import duplicate_ids, unlabelled_fields
+from omniroute.memory.settings import BY_NAME, CHAT_STRATEGIES, SCOPE_CHOICES
+from tests.html_checks import duplicate_ids, text_of, unlabelled_fields
 
 pytestmark = pytest.mark.both_stores
 
@@ -49,6 +49,7 @@ PAGES = [
     "/dashboard/memory?tab=engine",
     "/dashboard/keys",
     "/dashboard/providers",
+    "/dashboard/settings",
 ]
 
 
@@ -230,6 +231,26 @@ class TestEngineTab:
         assert f"Token budget per request (0–{high}; a request injects at most 8000)" in page
         assert re.search(r'id="ret-retention"[^>]*min="1" max="365"', page, re.S)
         assert options_of(page, "ret-strategy") == list(CHAT_STRATEGIES)
+        assert options_of(page, "ret-scope") == list(SCOPE_CHOICES)
+        assert re.search(r'id="ret-global"[^>]*min="0" max="100"[^>]*value="25"', page, re.S)
+
+
+class TestSettingsPage:
+    def test_the_memory_tab_has_the_switch_its_token_cost_and_the_engine_forms(
+        self, populated, studio, svc
+    ):
+        svc.memory_settings.update({"enabled": True, "maxTokens": 1200, "scope": "user"})
+        page = studio.get("/dashboard/settings").text
+        assert re.search(r'href="/dashboard/settings\?tab=memory" aria-current="page">Memory<', page)
+        assert 'role="switch"' in page and "1200 extra prompt tokens" in text_of(
+            page, "#memory-switch"
+        )
+        engine = studio.get("/dashboard/memory?tab=engine").text
+        forms = re.compile(r'<form data-api="PUT /api/settings/(?:memory|qdrant)"')
+        assert len(forms.findall(page)) == len(forms.findall(engine)) >= 5, "the same forms"
+        assert 'id="qdrant-card"' in page and "Save retrieval settings" in page
+        assert re.search(r'<option value="user" selected>', page)
+        assert 'href="/dashboard/settings"' in studio.get("/dashboard/keys").text
 
 
 def options_of(page: str, select_id: str) -> list[str]:

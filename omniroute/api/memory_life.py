@@ -106,7 +106,8 @@ class PeriodicJobs(MethodView):
         """List the periodic jobs
 
         Each with its interval and its last run: status, result or error, duration. A job
-        not started for two intervals is `overdue`: nothing triggers it.
+        not started for two intervals, or never though it runs at start, is `overdue`:
+        nothing triggers it.
         """
         return services().periodic_report()
 

@@ -1,4 +1,4 @@
-"""The studio's pages: memory (three tabs), activity, API keys and providers."""
+"""The studio's pages: memory (three tabs), settings, activity, API keys and providers."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from omniroute.studio.memory_tabs import (
 )
 
 TABS = ("memories", "playground", "engine")
+SETTINGS_TABS = (("memory", "Memory"),)
 
 
 @bp.get("/memory")
@@ -34,24 +35,50 @@ def memory():
     elif tab == "playground":
         details = playground_tab(svc, request.args, settings, all_keys)
     else:
-        details = {
-            **engine_tab(svc),
-            **qdrant_card(svc, request.args, all_keys),
-            **backends_card(svc, request.args),
-        }
+        details = _engine_cards(svc, all_keys)
     return render_template(
         "studio/memory.html",
         tab=tab,
         tabs=TABS,
-        settings=settings,
-        all_keys=all_keys,
         active_keys=active_keys,
-        key_names={key.id: key.name for key in all_keys},
         memory_types=MEMORY_TYPES,
-        setting_fields=registry.BY_NAME,
-        budget_clamp=registry.MAX_BUDGET_TOKENS,
+        **_settings_context(settings, all_keys),
         **details,
     )
+
+
+@bp.get("/settings")
+def settings():
+    """The memory settings where the specification puts them (Settings -> Memory): the
+    switch with its token-cost warning and the Engine tab's forms, which write the same
+    settings through the same API."""
+    svc = services()
+    all_keys = svc.keys.list_keys(include_revoked=True)
+    return render_template(
+        "studio/settings.html",
+        tab="memory",
+        tabs=SETTINGS_TABS,
+        **_settings_context(svc.memory_settings.get(), all_keys),
+        **_engine_cards(svc, all_keys),
+    )
+
+
+def _engine_cards(svc, all_keys) -> dict:
+    return {
+        **engine_tab(svc),
+        **qdrant_card(svc, request.args, all_keys),
+        **backends_card(svc, request.args),
+    }
+
+
+def _settings_context(settings, all_keys) -> dict:
+    return {
+        "settings": settings,
+        "all_keys": all_keys,
+        "key_names": {key.id: key.name for key in all_keys},
+        "setting_fields": registry.BY_NAME,
+        "budget_clamp": registry.MAX_BUDGET_TOKENS,
+    }
 
 
 @bp.get("/memory/<memory_id>/history")

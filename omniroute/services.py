@@ -296,8 +296,10 @@ class Services:
                     # a job that first runs one interval after the start has no record
                     # until then: not overdue for lack of one
                     "overdue": (started is None and job.at_start)
-                    or (started is not None
-                        and started < to_iso(now - timedelta(seconds=2 * interval))),
+                    or (
+                        started is not None
+                        and started < to_iso(now - timedelta(seconds=2 * interval))
+                    ),
                 }
             )
         return {"scheduler": self._scheduler_mode(config), "jobs": jobs}

@@ -241,7 +241,8 @@ class TestSettingsPage:
     ):
         svc.memory_settings.update({"enabled": True, "maxTokens": 1200, "scope": "user"})
         page = studio.get("/dashboard/settings").text
-        assert re.search(r'href="/dashboard/settings\?tab=memory" aria-current="page">Memory<', page)
+        tab = r'href="/dashboard/settings\?tab=memory" aria-current="page">Memory<'
+        assert re.search(tab, page)
         assert 'role="switch"' in page and "1200 extra prompt tokens" in text_of(
             page, "#memory-switch"
         )

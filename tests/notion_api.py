@@ -1,6 +1,7 @@
 """The Notion API on loopback, as NotionBackend's tests speak to it: one database in a dict,
-GET /databases/<id>, POST /databases/<id>/query (filters: and, or, rich_text equals and
-contains, title equals, select equals; page_size and start_cursor), POST /pages,
+GET /databases/<id> (its properties: `UserId` only while `users` is true, as in a database
+made before end users), POST /databases/<id>/query (filters: and, or, rich_text equals,
+contains and is_empty, title equals, select equals; page_size and start_cursor), POST /pages,
 GET and PATCH /pages/<id> (properties, archived). Every request needs the bearer key and the
 Notion-Version header, as the real API does. Requests are recorded."""
 
@@ -31,6 +32,8 @@ def matches(page: dict[str, Any], condition: dict[str, Any]) -> bool:
             text, test = plain(value, kind), condition[kind]
             if "equals" in test:
                 return text == test["equals"]
+            if "is_empty" in test:
+                return text == ""
             return test["contains"].lower() in text.lower()
     return (value.get("select") or {}).get("name") == condition["select"]["equals"]
 
@@ -39,6 +42,7 @@ class NotionApi(LoopbackServer):
     def __init__(self) -> None:
         self.pages: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
+        self.users = True
         self._clock = 0
         super().__init__(_handler(self))
 
@@ -48,7 +52,10 @@ class NotionApi(LoopbackServer):
 
     def answer(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         if path == f"/v1/databases/{DATABASE}" and method == "GET":
-            return 200, {"object": "database", "id": DATABASE}
+            names = ["Key", "Content", "ApiKeyId", "SessionId", "Metadata", "ExpiresAt", "Type"]
+            names += ["UserId"] if self.users else []
+            return 200, {"object": "database", "id": DATABASE,
+                         "properties": {name: {"name": name} for name in names}}  # fmt: skip
         if path == f"/v1/databases/{DATABASE}/query" and method == "POST":
             found = [p for p in self.pages.values() if matches(p, body.get("filter", {}))]
             found.sort(key=lambda p: p["created_time"], reverse=True)
@@ -58,6 +65,9 @@ class NotionApi(LoopbackServer):
             more = start + size < len(found)
             return 200, {"object": "list", "results": window, "has_more": more,
                          "next_cursor": str(start + size) if more else None}  # fmt: skip
+        if method in ("POST", "PATCH") and not self.users and "UserId" in json.dumps(body):
+            return 400, {"object": "error", "code": "validation_error",
+                         "message": "UserId is not a property that exists."}  # fmt: skip
         if path == "/v1/pages" and method == "POST":
             self._clock += 1
             stamp = f"2026-12-01T00:00:{self._clock:02d}.000Z"

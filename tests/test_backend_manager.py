@@ -11,6 +11,7 @@ from omniroute.memory.backends.base import ListQuery, NewMemory, SearchQuery
 from omniroute.memory.backends.generic import GenericConfig, GenericMemoryBackend
 from omniroute.memory.backends.local import LOCAL_ALIASES, LocalBackend
 from omniroute.memory.backends.manager import MemoryManager, UnknownBackend
+from omniroute.memory.model import MemoryFilter
 
 pytestmark = pytest.mark.both_stores
 
@@ -158,3 +159,18 @@ def test_a_replaced_backend_leaves_in_one_step_and_is_shut_down(manager, local, 
     manager.replace({"brain"}, [], "local")
     assert [b["id"] for b in manager.registered()] == ["local"] and manager.primary is local
     assert closed == ["brain"]
+
+
+def test_clearing_one_user_on_a_service_that_ignores_user_id_spares_the_others(
+    manager, memory_service
+):
+    manager.configure("brain", [])
+    for user in ("", "ana", "ben"):
+        manager.create(NewMemory(api_key_id="alice", key="pet", content=f"pet of {user or 'all'}",
+                                 user_id=user))  # fmt: skip
+    assert manager.clear(MemoryFilter(api_key_id="alice", user_id="ana"), dry_run=False) == 1
+    assert sorted(m["content"] for m in memory_service.memories.values()) == [
+        "pet of all", "pet of ben",
+    ]  # fmt: skip
+    page = manager.primary.page(MemoryFilter(api_key_id="alice", scope="user"), limit=10, offset=0)
+    assert [m.content for m in page.data] == ["pet of ben"]

@@ -95,6 +95,38 @@ def test_search_asks_for_any_topic_word_within_the_key(backend):
     assert [m.content for m in found] == ["I prefer Vim"]
 
 
+def test_end_users_pages_are_kept_apart_by_the_user_id_property(backend, notion):
+    backend.create(NewMemory(api_key_id="alice", key="lang", content="Team writes Go"))
+    ana = backend.create(
+        NewMemory(api_key_id="alice", key="pet", content="Ana's cat", user_id="ana")
+    )
+    ben = backend.create(
+        NewMemory(api_key_id="alice", key="pet", content="Ben's dog", user_id="ben")
+    )
+    assert ana.id != ben.id and (ana.user_id, backend.get(ben.id).user_id) == ("ana", "ben")
+    again = backend.create(NewMemory(api_key_id="alice", key="pet", content="Ana's cats",
+                                     user_id="ana"))  # fmt: skip
+    assert again.id == ana.id, "upserted per (key, user)"
+    assert [m.content for m in backend.list(ListQuery(api_key_id="alice", user_id="ben")).data] == [
+        "Ben's dog"
+    ]
+    assert backend.list(ListQuery(api_key_id="alice", user_id="")).total == 1
+    assert backend.list(ListQuery(api_key_id="alice")).total == 3
+    found = backend.search(SearchQuery(query="cat dog Go", api_key_id="alice", user_id="ana"))
+    assert {m.content for m in found} == {"Ana's cats", "Team writes Go"}
+    shared = backend.search(SearchQuery(query="cat dog Go", api_key_id="alice"))
+    assert [m.content for m in shared] == ["Team writes Go"], "no user named: no user's page"
+
+
+def test_a_database_without_user_id_keeps_shared_memories_and_refuses_a_users(backend, notion):
+    notion.users = False
+    kept = backend.create(NewMemory(api_key_id="alice", key="lang", content="Team writes Go"))
+    assert backend.search(SearchQuery(query="Go", api_key_id="alice")) == [kept]
+    with pytest.raises(BackendError, match="no UserId property"):
+        backend.create(NewMemory(api_key_id="alice", key="pet", content="cat", user_id="ana"))
+    assert len(notion.pages) == 1
+
+
 def test_health_and_a_refused_key(notion):
     with httpx.Client() as http:
         good = NotionBackend(http, database_id=DATABASE, api_key=API_KEY,

@@ -9,6 +9,7 @@ import pytest
 from omniroute.memory.backends.base import BackendError, ListQuery, NewMemory, SearchQuery
 from omniroute.memory.backends.kinds import BadBackendConfig, check_config, make_backend
 from omniroute.memory.backends.obsidian import ObsidianBackend
+from omniroute.memory.model import MemoryFilter
 from tests.obsidian_vault import API_KEY, ObsidianVault
 
 EDITOR = NewMemory(
@@ -100,6 +101,52 @@ def test_search_uses_the_plugins_search_and_stays_in_the_keys_folder(backend, va
     searched = [r["query"]["query"] for r in vault.requests if r["path"] == "/search/simple/"]
     assert 0 < len(searched) <= 4 and "vim" in [w.lower() for w in searched]
     assert not any(r["path"] == "/vault/" for r in vault.requests)
+
+
+def test_an_end_users_notes_live_apart_and_each_user_sees_their_own_and_the_keys(
+    backend, vault
+):
+    shared = backend.create(NewMemory(api_key_id="alice", key="lang", content="Team writes Go"))
+    ana = backend.create(
+        NewMemory(api_key_id="alice", key="pet", content="Ana's pet is a cat", user_id="ana")
+    )
+    ben = backend.create(
+        NewMemory(api_key_id="alice", key="pet", content="Ben's pet is a dog", user_id="ben")
+    )
+    assert sorted(vault.notes) == [
+        "OmniRoute/alice/lang.md",
+        "OmniRoute/alice/users/ana/pet.md",
+        "OmniRoute/alice/users/ben/pet.md",
+    ], "a key per user: the same key, two notes"
+    assert 'userId: "ana"' in vault.notes["OmniRoute/alice/users/ana/pet.md"]
+    assert ana.id == "obsidian:alice:ana:pet" and backend.get(ana.id) == ana
+    assert backend.get(shared.id).user_id == "" and backend.get(ben.id).user_id == "ben"
+    assert {m.content for m in backend.list(ListQuery(api_key_id="alice")).data} == {
+        "Team writes Go", "Ana's pet is a cat", "Ben's pet is a dog",
+    }  # fmt: skip
+    mine = backend.list(ListQuery(api_key_id="alice", user_id="ana")).data
+    assert [m.content for m in mine] == ["Ana's pet is a cat"]
+    keys = backend.list(ListQuery(api_key_id="alice", user_id="")).data
+    assert [m.content for m in keys] == ["Team writes Go"]
+    found = backend.search(SearchQuery(query="pet Go", api_key_id="alice", user_id="ana"))
+    assert {m.content for m in found} == {"Ana's pet is a cat", "Team writes Go"}
+    nobody = backend.search(SearchQuery(query="pet", api_key_id="alice"))
+    assert nobody == [], "a chat naming no user sees no user's notes"
+    assert backend.update(ana.id, {"key": "pet:name"}) is True
+    assert "OmniRoute/alice/users/ana/pet_name.md" in vault.notes
+    assert "OmniRoute/alice/users/ana/pet.md" not in vault.notes
+    assert backend.delete(ben.id) is True and backend.get(ben.id) is None
+
+
+def test_clearing_one_user_leaves_the_keys_and_other_users_notes(backend, vault):
+    backend.create(NewMemory(api_key_id="alice", key="lang", content="Team writes Go"))
+    for user in ("ana", "ben"):
+        backend.create(NewMemory(api_key_id="alice", key="pet", content=user, user_id=user))
+    assert backend.clear(MemoryFilter(api_key_id="alice", user_id="ana"), dry_run=False) == 1
+    assert sorted(vault.notes) == ["OmniRoute/alice/lang.md", "OmniRoute/alice/users/ben/pet.md"]
+    assert backend.upsert(NewMemory(api_key_id="alice", key="pet", content="cat", user_id="ben"))[
+        1
+    ] is False, "upserted per (key, user)"
 
 
 def test_health_needs_the_vault_to_accept_the_key(vault):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from omniroute.core.metrics import FOREIGN_MEMORIES
-from omniroute.memory.model import Memory, MemoryFilter, MemoryPage
+from omniroute.memory.model import Memory, MemoryFilter, MemoryPage, scope_of
 from omniroute.memory.settings import MemoryConfig
 from omniroute.memory.store import MemoryNotFound
 
@@ -81,6 +81,7 @@ class ListQuery:
     offset: int = 0
     order_by: str | None = None
     order_dir: str | None = None
+    user_id: str | None = None  # one end user's ('' the key's shared ones); None: all
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,14 @@ def visible_to(query: SearchQuery, memories: list[Memory], backend_id: str) -> l
     return kept
 
 
+def in_filter(filters: MemoryFilter, memory: Memory) -> bool:
+    """Whether a listed memory is of the filter's end user and scope: checked here too, so
+    that a service that ignores `userId` never has another user's memories cleared."""
+    return (filters.user_id is None or memory.user_id == filters.user_id) and (
+        filters.scope is None or scope_of(memory.api_key_id, memory.user_id) == filters.scope
+    )
+
+
 class MemoryBackend(Protocol):
     id: str
     display_name: str
@@ -204,7 +213,7 @@ class Derived:
     def find_key(self, api_key_id: str, key: str, user_id: str = "") -> Memory | None:
         """The owner's (its end user's, if named) memory with this key (a list query: the
         seven have no lookup by key)."""
-        page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100))
+        page = self.list(ListQuery(api_key_id=api_key_id, query=key, limit=100, user_id=user_id))
         mine = owned_by(api_key_id, page.data, self.id)
         return next((m for m in mine if m.key == key and m.user_id == user_id), None)
 
@@ -241,12 +250,14 @@ class Derived:
         page = self.list(
             ListQuery(api_key_id=filters.api_key_id, type=filters.type,
                       session_id=filters.session_id, query=filters.text,
-                      limit=limit, offset=offset)
+                      limit=limit, offset=offset, user_id=filters.user_id)
         )  # fmt: skip
+        data = [memory for memory in page.data if in_filter(filters, memory)]
         return dataclasses.replace(
             page,
-            tokens_used=sum((len(m.content) + 3) // 4 for m in page.data),
-            accessed=sum(1 for m in page.data if m.access_count > 0),
+            data=data,
+            tokens_used=sum((len(m.content) + 3) // 4 for m in data),
+            accessed=sum(1 for m in data if m.access_count > 0),
         )
 
     def recall(self, query: SearchQuery) -> Recalled:
@@ -267,11 +278,13 @@ class Derived:
         while True:
             page = self.list(
                 ListQuery(api_key_id=filters.api_key_id, type=filters.type,
-                          session_id=filters.session_id, limit=CLEAR_PAGE, offset=offset)
+                          session_id=filters.session_id, limit=CLEAR_PAGE, offset=offset,
+                          user_id=filters.user_id)
             )  # fmt: skip
             doomed += [
                 m for m in owned_by(filters.api_key_id, page.data, self.id)
-                if not filters.created_before or m.created_at < filters.created_before
+                if in_filter(filters, m)
+                and (not filters.created_before or m.created_at < filters.created_before)
             ]  # fmt: skip
             offset += CLEAR_PAGE
             if not page.data or offset >= page.total:

@@ -56,7 +56,7 @@ DEFAULT_ENDPOINTS = {
 }
 QUERY_NAMES = (
     "query", "apiKeyId", "limit", "offset", "strategy", "maxTokens", "type", "sessionId",
-    "orderBy", "orderDir", "options", "category",
+    "orderBy", "orderDir", "options", "category", "userId",
 )  # fmt: skip
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -144,6 +144,7 @@ class GenericMemoryBackend(RemoteBackend):
             offset=query.offset,
             orderBy=query.order_by,
             orderDir=query.order_dir,
+            userId=query.user_id,
         )
         return page_from_json(self._call("GET", self.config.endpoint("list"), params=params))
 
@@ -151,6 +152,7 @@ class GenericMemoryBackend(RemoteBackend):
         params = self._params(
             query=query.query,
             apiKeyId=query.api_key_id,
+            userId=query.user_id,
             limit=query.limit or None,
             maxTokens=query.max_tokens or None,
             strategy=query.strategy or None,

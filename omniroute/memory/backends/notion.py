@@ -1,21 +1,27 @@
 """NotionBackend: memories as pages of a Notion database (the Notion API, version 2022-06-28).
 
 The database needs these properties: `Key` (the title), `Content`, `ApiKeyId`, `SessionId`,
-`Metadata` (JSON) and `ExpiresAt` as text, and `Type` as a select. A memory is a page; its id
-is the page's id. Every list and search filters on `ApiKeyId` in Notion's own query, so one
-key's request never reads another key's pages; a search asks for pages whose content holds
-any of the query's topic words. A deleted memory's page is archived, as Notion deletes.
+`Metadata` (JSON) and `ExpiresAt` as text, and `Type` as a select; and `UserId` as text for
+memories of end users (docs/scopes.md). A memory is a page; its id is the page's id. Every
+list and search filters on `ApiKeyId` in Notion's own query, so one key's request never reads
+another key's pages, and on `UserId` (the request's user's and the key's shared pages only);
+a search asks for pages whose content holds any of the query's topic words. A database
+without `UserId` keeps working for the key's shared memories, and refuses a user's memory
+(it could not keep it apart) until the property is added. A deleted memory's page is
+archived, as Notion deletes.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from omniroute.memory.backends.base import (
+    BackendError,
     Health,
     ListQuery,
     NeedsKey,
@@ -33,6 +39,8 @@ TEXT_CHUNK = 2000  # Notion's limit for one rich text object
 PAGE_SIZE = 100
 MAX_LISTED = 1000
 SEARCH_WORDS = 4
+SCHEMA_SECONDS = 60.0  # how long the database's properties are taken as read
+USER = "UserId"
 TEXT_PROPERTIES = {
     "content": "Content",
     "api_key_id": "ApiKeyId",
@@ -67,6 +75,7 @@ class NotionBackend(RemoteBackend, Stateless):
             headers={"Notion-Version": NOTION_VERSION, "Content-Type": "application/json"},
         )
         self.database_id = database_id
+        self._schema: tuple[float, bool] | None = None  # (read at, whether UserId exists)
 
     def health(self) -> Health:
         return self._http.check(f"/databases/{self.database_id}")[0]
@@ -74,7 +83,13 @@ class NotionBackend(RemoteBackend, Stateless):
     # -- memories -------------------------------------------------------------------------
 
     def create(self, memory: NewMemory) -> Memory:
-        """An upsert on (apiKeyId, key), as the local store's create is."""
+        """An upsert on (apiKeyId, userId, key), as the local store's create is."""
+        users = self._has_users()
+        if memory.user_id and not users:
+            raise BackendError(
+                f"{self.display_name}'s database has no UserId property: add one of type "
+                "text to keep end users' memories apart"
+            )
         properties = {
             "Key": {"title": _text(memory.key)},
             "Type": {"select": {"name": memory.type}},
@@ -83,10 +98,10 @@ class NotionBackend(RemoteBackend, Stateless):
                 name: {"rich_text": _text(getattr(memory, field) or "")}
                 for field, name in TEXT_PROPERTIES.items()
             },
+            **({USER: {"rich_text": _text(memory.user_id)}} if users else {}),
         }
-        existing = self._query(
-            {"and": [_equals("ApiKeyId", memory.api_key_id), _title_equals(memory.key)]}, 1
-        )
+        same = [_equals("ApiKeyId", memory.api_key_id), _title_equals(memory.key)]
+        existing = self._query({"and": same + _user_is(memory.user_id, users)}, 1)
         if existing:
             page = self._http.json(
                 "PATCH", f"/pages/{existing[0]['id']}", json={"properties": properties}
@@ -131,6 +146,8 @@ class NotionBackend(RemoteBackend, Stateless):
         if not query.api_key_id:
             raise NeedsKey("Notion lists one key's memories at a time: name apiKeyId.")
         conditions = [_equals("ApiKeyId", query.api_key_id)]
+        if query.user_id is not None:
+            conditions += _user_is(query.user_id, self._has_users())
         if query.type:
             conditions.append({"property": "Type", "select": {"equals": query.type}})
         if query.session_id:
@@ -150,11 +167,24 @@ class NotionBackend(RemoteBackend, Stateless):
         if not words:
             return []
         any_word = [{"property": "Content", "rich_text": {"contains": w}} for w in words]
-        owned = {"and": [_equals("ApiKeyId", query.api_key_id), {"or": any_word}]}
+        owned = [_equals("ApiKeyId", query.api_key_id), {"or": any_word}]
+        if self._has_users():  # the key's shared pages and the request's user's
+            mine = [_user_is("", True)[0], *_user_is(query.user_id, True)]
+            owned.append({"or": mine} if query.user_id else mine[0])
+        owned = {"and": owned}
         memories = [_memory(page) for page in self._query(owned, PAGE_SIZE)]
         hits = {m.id: sum(w.lower() in m.content.lower() for w in words) for m in memories}
         memories.sort(key=lambda m: -hits[m.id])
         return memories[: max(0, query.limit)]
+
+    def _has_users(self) -> bool:
+        """Whether the database has the UserId property (read again after a minute: an
+        admin may add it)."""
+        now = time.monotonic()
+        if self._schema is None or now - self._schema[0] > SCHEMA_SECONDS:
+            database = self._http.json("GET", f"/databases/{self.database_id}")
+            self._schema = (now, USER in (database.get("properties") or {}))
+        return self._schema[1]
 
     def _query(self, condition: dict[str, Any], most: int) -> list[dict[str, Any]]:
         """Pages of the database matching `condition`, newest first, up to `most`."""
@@ -188,6 +218,16 @@ def _equals(name: str, value: str) -> dict[str, Any]:
     return {"property": name, "rich_text": {"equals": value}}
 
 
+def _user_is(user_id: str, users: bool) -> list[dict[str, Any]]:
+    """The condition that a page is this end user's ('' the key's shared); none when the
+    database has no UserId (it then holds shared pages only)."""
+    if not users:
+        return []
+    if user_id:
+        return [_equals(USER, user_id)]
+    return [{"property": USER, "rich_text": {"is_empty": True}}]
+
+
 def _title_equals(value: str) -> dict[str, Any]:
     return {"property": "Key", "title": {"equals": value}}
 
@@ -213,4 +253,5 @@ def _memory(page: Mapping[str, Any]) -> Memory:
         created_at=str(page.get("created_time") or ""),
         updated_at=str(page.get("last_edited_time") or ""),
         expires_at=text["expires_at"] or None,
+        user_id=_plain(props.get(USER, {}), "rich_text"),
     )

@@ -1,14 +1,16 @@
 """ObsidianBackend: memories as notes of a vault, through the Obsidian Local REST API plugin.
 
-Each memory is one note, `<folder>/<apiKeyId>/<key>.md` (characters a file name cannot hold
-become `_`), whose frontmatter holds id, apiKeyId, key, sessionId, type, createdAt,
+Each memory is one note, `<folder>/<apiKeyId>/<key>.md`, or for an end user's memory
+`<folder>/<apiKeyId>/users/<userId>/<key>.md` (characters a file name cannot hold become
+`_`), whose frontmatter holds id, apiKeyId, userId, key, sessionId, type, createdAt,
 updatedAt, expiresAt and metadata (each value JSON, which YAML reads as it is), and whose
-body is the content. A key's notes live in its own folder, so no listing or search of one
-key ever reaches another's. A memory's id names its note (`obsidian:<apiKeyId>:<file>`, with
-no `/`, so it is one segment of an /api/memory/{id} path), so get, update and delete need no
-scan. Search asks the plugin's own full-text search
-(`POST /search/simple/`) once per topic word of the query, keeps the hits in the key's
-folder, and reads the best of them: the vault is never listed whole.
+body is the content. A key's notes live in its own folder and a user's in their own, so no
+listing or search of one key ever reaches another's, nor one user's another user's. A
+memory's id names its note (`obsidian:<apiKeyId>:<file>`, or `obsidian:<apiKeyId>:<userId>:
+<file>`, with no `/`, so it is one segment of an /api/memory/{id} path), so get, update and
+delete need no scan. Search asks the plugin's own full-text search (`POST /search/simple/`)
+once per topic word of the query, keeps the hits in the key's folder and the request's
+user's, and reads the best of them: the vault is never listed whole.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ DEFAULT_URL = "http://localhost:27123"
 DEFAULT_FOLDER = "OmniRoute"
 SEARCH_WORDS = 4  # the plugin's search runs once per word: a few topic words suffice
 _UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\x00-\x1f]')
-FIELDS = ("id", "apiKeyId", "key", "sessionId", "type", "createdAt", "updatedAt", "expiresAt")
+USERS = "users"  # the subfolder of a key's folder that holds a folder per end user
 
 
 def file_name(text: str) -> str:
@@ -83,11 +85,11 @@ class ObsidianBackend(RemoteBackend, Stateless):
     # -- memories -------------------------------------------------------------------------
 
     def create(self, memory: NewMemory) -> Memory:
-        path = self._path(memory.api_key_id, memory.key)
+        path = self._path(memory.api_key_id, memory.user_id, memory.key)
         existing = self._read(path)
         now = now_iso()
         note = Memory(
-            id=_note_id(memory.api_key_id, memory.key),
+            id=_note_id(memory.api_key_id, memory.user_id, memory.key),
             api_key_id=memory.api_key_id,
             session_id=memory.session_id,
             type=memory.type,
@@ -97,6 +99,7 @@ class ObsidianBackend(RemoteBackend, Stateless):
             created_at=existing.created_at if existing else now,
             updated_at=now,
             expires_at=memory.expires_at,
+            user_id=memory.user_id,
         )
         self._write(note)
         return note
@@ -113,7 +116,7 @@ class ObsidianBackend(RemoteBackend, Stateless):
         changed = _replace(memory, fields, now_iso())
         self._write(changed)
         if changed.key != memory.key:
-            self._delete(self._path(memory.api_key_id, memory.key))
+            self._delete(self._path(memory.api_key_id, memory.user_id, memory.key))
         return True
 
     def delete(self, memory_id: str) -> bool:
@@ -123,12 +126,20 @@ class ObsidianBackend(RemoteBackend, Stateless):
     def list(self, query: ListQuery) -> MemoryPage:
         if not query.api_key_id:
             raise NeedsKey("Obsidian lists one key's memories at a time: name apiKeyId.")
-        try:
-            listed = self._http.json("GET", f"/vault/{self._folder_of(query.api_key_id)}/")
-        except NotFound:
-            return MemoryPage(data=[], total=0)
-        files = sorted(f for f in listed.get("files", []) if f.endswith(".md"))
-        notes = [m for m in (self._read(self._in_folder(query.api_key_id, f)) for f in files) if m]
+        if query.user_id is None:  # the key's shared notes and every user's
+            users = [u.removesuffix("/") for u in self._listed(self._users_of(query.api_key_id))
+                     if u.endswith("/")]  # fmt: skip
+            folders = [self._folder_of(query.api_key_id)]
+            folders += [f"{self._users_of(query.api_key_id)}/{user}" for user in users]
+        else:
+            folders = [self._folder_of(query.api_key_id, query.user_id)]
+        paths = sorted(
+            f"{folder}/{name}"
+            for folder in folders
+            for name in self._listed(folder)
+            if name.endswith(".md")
+        )
+        notes = [m for m in (self._read(path) for path in paths) if m]
         wanted = [
             m
             for m in notes
@@ -144,7 +155,8 @@ class ObsidianBackend(RemoteBackend, Stateless):
         return MemoryPage(data=page, total=len(wanted), by_type=by_type)
 
     def search(self, query: SearchQuery) -> list[Memory]:
-        prefix = f"{self._folder_of(query.api_key_id)}/"
+        key = query.api_key_id
+        folders = {self._folder_of(key), self._folder_of(key, query.user_id)}
         scores: dict[str, float] = {}
         for word in topic_words(query.query)[:SEARCH_WORDS]:
             hits = self._http.json(
@@ -152,27 +164,48 @@ class ObsidianBackend(RemoteBackend, Stateless):
             )
             for hit in hits or []:
                 name = hit.get("filename") if isinstance(hit, Mapping) else None
-                if isinstance(name, str) and name.startswith(prefix):
+                if isinstance(name, str) and name.rpartition("/")[0] in folders:
                     scores[name] = scores.get(name, 0.0) + _score(hit)
         best = sorted(scores, key=lambda name: -scores[name])[: max(0, query.limit)]
         return [memory for memory in (self._read(name) for name in best) if memory]
 
     # -- notes ----------------------------------------------------------------------------
 
-    def _folder_of(self, api_key_id: str) -> str:
+    def _folder_of(self, api_key_id: str, user_id: str = "") -> str:
+        """The folder of a key's shared notes, or of one of its end users' notes."""
+        if user_id:
+            return f"{self._users_of(api_key_id)}/{file_name(user_id)}"
         return f"{self.folder}/{file_name(api_key_id)}"
 
-    def _path(self, api_key_id: str, key: str) -> str:
-        return f"{self._folder_of(api_key_id)}/{file_name(key)}.md"
+    def _users_of(self, api_key_id: str) -> str:
+        return f"{self.folder}/{file_name(api_key_id)}/{USERS}"
 
-    def _in_folder(self, api_key_id: str, listed: str) -> str:
-        return f"{self._folder_of(api_key_id)}/{listed}"
+    def _path(self, api_key_id: str, user_id: str, key: str) -> str:
+        return f"{self._folder_of(api_key_id, user_id)}/{file_name(key)}.md"
+
+    def _id_at(self, path: str) -> str:
+        """The id of the note at `<folder>/<key>/<name>.md` or
+        `<folder>/<key>/users/<user>/<name>.md`."""
+        parts = path.removeprefix(f"{self.folder}/").removesuffix(".md").split("/")
+        if len(parts) == 4 and parts[1] == USERS:
+            parts = [parts[0], parts[2], parts[3]]
+        return ":".join(["obsidian", *parts])
+
+    def _listed(self, folder: str) -> list[str]:
+        """The names in a folder of the vault (a subfolder's ends in `/`); none if absent."""
+        try:
+            return self._http.json("GET", f"/vault/{quote(folder)}/").get("files", [])
+        except NotFound:
+            return []
 
     def _path_of(self, memory_id: str) -> str | None:
-        owner, _, name = memory_id.removeprefix("obsidian:").partition(":")
-        if not memory_id.startswith("obsidian:") or not owner or not name:
+        if not memory_id.startswith("obsidian:"):
             return None
-        return f"{self._folder_of(owner)}/{name}.md"
+        parts = memory_id.removeprefix("obsidian:").split(":")
+        if len(parts) not in (2, 3) or not all(parts):
+            return None
+        *owner, name = parts
+        return f"{self._folder_of(*owner)}/{name}.md"
 
     def _read(self, path: str) -> Memory | None:
         try:
@@ -183,12 +216,12 @@ class ObsidianBackend(RemoteBackend, Stateless):
             return None
         memory = _parse(response.text)
         # The id is the note's place, whatever its frontmatter says (a copied or older note).
-        return None if memory is None else dataclasses.replace(memory, id=_id_at(path))
+        return None if memory is None else dataclasses.replace(memory, id=self._id_at(path))
 
     def _write(self, memory: Memory) -> None:
         self._http.send(
             "PUT",
-            f"/vault/{quote(self._path(memory.api_key_id, memory.key))}",
+            f"/vault/{quote(self._path(memory.api_key_id, memory.user_id, memory.key))}",
             content=_render(memory).encode("utf-8"),
             headers={"Content-Type": "text/markdown"},
         )
@@ -204,19 +237,15 @@ class ObsidianBackend(RemoteBackend, Stateless):
 _CHANGEABLE = frozenset({"key", "content", "type", "session_id", "metadata", "expires_at"})
 
 
-def _note_id(api_key_id: str, key: str) -> str:
-    return f"obsidian:{file_name(api_key_id)}:{file_name(key)}"  # file names hold no ':'
-
-
-def _id_at(path: str) -> str:
-    """The id of the note at `<folder>/<owner>/<name>.md`."""
-    owner, name = path.removesuffix(".md").rsplit("/", 2)[-2:]
-    return f"obsidian:{owner}:{name}"
+def _note_id(api_key_id: str, user_id: str, key: str) -> str:
+    owner = [file_name(api_key_id), *([file_name(user_id)] if user_id else [])]
+    return ":".join(["obsidian", *owner, file_name(key)])  # file names hold no ':'
 
 
 def _render(memory: Memory) -> str:
     values = {
-        "id": memory.id, "apiKeyId": memory.api_key_id, "key": memory.key,
+        "id": memory.id, "apiKeyId": memory.api_key_id, "userId": memory.user_id,
+        "key": memory.key,
         "sessionId": memory.session_id, "type": memory.type, "createdAt": memory.created_at,
         "updatedAt": memory.updated_at, "expiresAt": memory.expires_at,
         "metadata": memory.metadata,
@@ -252,13 +281,14 @@ def _parse(text: str) -> Memory | None:
         created_at=str(values.get("createdAt") or ""),
         updated_at=str(values.get("updatedAt") or ""),
         expires_at=values.get("expiresAt") if isinstance(values.get("expiresAt"), str) else None,
+        user_id=str(values.get("userId") or ""),
     )
 
 
 def _replace(memory: Memory, fields: Mapping[str, Any], now: str) -> Memory:
     values = {**dataclasses.asdict(memory), **fields, "updated_at": now}
     if "key" in fields:
-        values["id"] = _note_id(memory.api_key_id, fields["key"])
+        values["id"] = _note_id(memory.api_key_id, memory.user_id, fields["key"])
     return Memory(**values)
 
 

@@ -4,8 +4,11 @@ One key grows to 1k, 10k, 100k and 1M memories (LoCoMo sentences, recombined), a
 key of 100 memories sits beside the largest. The service's RAM copies of a large key are
 built before its figures are taken, at the default settings: keyword indexes (Tantivy, from
 10k memories, both stores), and on SQLite vector matrices (from 5k) and graphs (from 20k).
-Every figure is one full `rank` + budget call, as the proxy makes it, with the query
-embedded each time (the embedding cache is bypassed). Each size also prints how long the
+Every figure is one full `rank` + budget call, as the proxy makes it (global memories
+included, as at the default globalBudgetPercent), with the query embedded each time (the
+embedding cache is bypassed). A last table measures scopes: one end user among `--users` of
+a key (10 memories each, 100 shared by the key), and what asking for global memories costs
+with none and with 100 of them. Each size also prints how long the
 embedding and the copies took, and the process's RSS.
 Targets on a 2-core machine (issue 29): SQLite hybrid p95 5 / 15 / 40 ms at 1k / 100k / 1M.
 Run with `make bench` or `python bench/retrieval_latency.py --store postgresql --sizes 10000`.
@@ -58,14 +61,26 @@ class Uncached:
         return Resolution(self.embedder)
 
 
-def grow(store: MemoryStore, owner: str, sentences: list[str], start: int, stop: int, rng) -> None:
+def grow(
+    store: MemoryStore, owner: str, sentences: list[str], start: int, stop: int, rng, user=""
+) -> None:
     with store.db.write() as conn:
         for number in range(start, stop):
             text = f"{rng.choice(sentences)} {rng.choice(sentences)}"
-            store.create(api_key_id=owner, key=f"m{number}", content=text, connection=conn)
+            store.create(
+                api_key_id=owner, key=f"m{number}", content=text, user_id=user, connection=conn
+            )
 
 
-def measure(retriever: Retriever, owner: str, questions: list[str], strategy: str, repeat: int):
+def measure(
+    retriever: Retriever,
+    owner: str,
+    questions: list[str],
+    strategy: str,
+    repeat: int,
+    user_id: str = "",
+    include_global: bool = True,
+):
     settings = MemoryConfig.from_stored({})
     timings = []
     for number in range(repeat):
@@ -75,6 +90,8 @@ def measure(retriever: Retriever, owner: str, questions: list[str], strategy: st
             query=questions[number % len(questions)],
             settings=settings,
             strategy=strategy,
+            user_id=user_id,
+            include_global=include_global,
         )
         within_budget([item.memory for item in ranking.items], settings.max_tokens)
         timings.append((time.perf_counter() - started) * 1000)
@@ -104,6 +121,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[1000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--store", choices=STORES, default="sqlite")
+    parser.add_argument("--users", type=int, default=10_000, help="end users of the scopes' key")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "omniroute-bench"))
     args = parser.parse_args()
     logging.disable(logging.WARNING)
@@ -146,10 +164,42 @@ def main() -> None:
         figures = [measure(retriever, "small", questions, s, args.repeat) for s in strategies]
         row = "".join(f"{p50:>15.2f}{p95:>15.2f}" for p50, p95 in figures)
         print(f"{f'100 beside {size:,}':<28}{row}")
+        scopes(store, backfill, retriever, sentences, questions, args, rng)
         if index.cache is not None:
             index.cache.close()
         retriever.keywords.close()
         database.dispose()
+
+
+def scopes(store, backfill, retriever, sentences, questions, args, rng) -> None:
+    """One end user among many of a key, and the cost of asking for global memories."""
+    grow(store, "team", sentences, 0, 100, rng)
+    started = time.perf_counter()
+    for user in range(args.users):
+        grow(store, "team", sentences, 0, 10, rng, user=f"user-{user}")
+    backfill.run(batch_size=1024)
+    print(f"scopes: {args.users:,} end users x 10 memories + 100 shared, written and embedded "
+          f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
+    before = [
+        ("100, no global asked", "small", "", False),
+        ("100 + global, none exist", "small", "", True),
+    ]
+    after = [
+        ("100 + 100 global", "small", "", True),
+        ("user: 10 own + 100 shared", "team", "user-7", True),
+        ("key's 100 shared, no user", "team", "", True),
+    ]
+    for cases in (before, after):
+        for label, owner, user, with_global in cases:
+            figures = [
+                measure(retriever, owner, questions, s, args.repeat, user, with_global)
+                for s in STRATEGIES
+            ]
+            row = "".join(f"{p50:>15.2f}{p95:>15.2f}" for p50, p95 in figures)
+            print(f"{label:<28}{row}")
+        if cases is before:
+            grow(store, "", sentences, 0, 100, rng)  # 100 global memories from here on
+            backfill.run()
 
 
 if __name__ == "__main__":

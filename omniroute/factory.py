@@ -53,6 +53,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
         app.config["DATABASE_URL"],
         write_wait_seconds=app.config["DB_WRITE_WAIT_SECONDS"],
         pool_size=app.config["DB_POOL_SIZE"],
+        vectors_disabled=app.config["VECTOR_STORE_DISABLE_VEC"],
     )
     migrate.upgrade(database)
     svc = Services.build(app, database)

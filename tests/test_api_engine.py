@@ -1,8 +1,9 @@
 import pytest
 
+from omniroute.factory import create_app
 from omniroute.memory.model import MemoryFilter
 from omniroute.memory.search.tokens import count_tokens
-from tests.helpers import ADMIN_TOKEN, eventually
+from tests.helpers import ADMIN_TOKEN, app_settings, eventually
 
 pytestmark = pytest.mark.both_stores
 
@@ -205,3 +206,24 @@ def test_enabling_static_builds_its_model_then_embeds_in_the_background(app):
     assert eventually(lambda: status()["vectorStore"]["rowCount"] == 1, 180, interval=0.5)
     assert status()["embedding"]["source"] == "static"
     assert status()["embedding"]["staticModel"]["inDatabase"], "kept for every process"
+
+
+def test_vector_store_disable_vec_keeps_retrieval_to_keywords(tmp_path, database_url, static_path):
+    settings = app_settings(tmp_path, database_url, MEMORY_STATIC_MODEL=str(static_path),
+                            VECTOR_STORE_DISABLE_VEC=True)  # fmt: skip
+    app = create_app(settings)
+    try:
+        svc = app.extensions["omniroute"]
+        svc.memory_settings.update({"enabled": True, "staticEnabled": True})
+        key, _ = svc.keys.create("keywords only")
+        svc.memories.create(api_key_id=key.id, key="city", content=FACTS["city"])
+        client = app.test_client()
+        vectors = client.get("/api/memory/engine-status", headers=ADMIN).json["vectorStore"]
+        assert (vectors["available"], vectors["reason"], vectors["rowCount"]) == (
+            False, "disabled by VECTOR_STORE_DISABLE_VEC", 0,
+        )  # fmt: skip
+        found = preview(client, key.id, query="Lisbon", strategy="semantic").json
+        assert [m["key"] for m in found["memories"]] == ["city"]
+        assert "disabled by VECTOR_STORE_DISABLE_VEC" in found["resolution"]["fallbackReason"]
+    finally:
+        app.extensions["omniroute"].close()

@@ -193,6 +193,13 @@ SETTINGS: tuple[Setting, ...] = (
         values.optional,
     ),
     Setting(
+        "VECTOR_STORE_DISABLE_VEC",
+        False,
+        "Keep the local vector index off (sqlite-vec or pgvector, whatever the database could "
+        "do): retrieval is by keyword alone, and engine-status says why.",
+        values.boolean,
+    ),
+    Setting(
         "MEMORY_VEC_QUANTIZATION",
         "none",
         "`int8` stores local vectors quantised (about 4 times smaller); `none` keeps float32. "

@@ -87,6 +87,7 @@ def _dispose_in_child(engine_ref: weakref.ref[Engine]) -> None:
 
 
 AFTER_COMMIT = "omniroute_after_commit"
+DISABLED = "disabled by VECTOR_STORE_DISABLE_VEC"
 
 
 class Database:
@@ -95,10 +96,14 @@ class Database:
         url: str,
         write_wait_seconds: float = DEFAULT_WRITE_WAIT_SECONDS,
         pool_size: int = DEFAULT_POOL_SIZE,
+        vectors_disabled: bool = False,
     ) -> None:
+        """`vectors_disabled` (VECTOR_STORE_DISABLE_VEC) keeps vector search off whatever
+        the database could do: retrieval is then by keyword alone."""
         parsed = make_url(url)
         self.write_wait_seconds = write_wait_seconds
         self._vector_lock = threading.Lock()
+        self._vectors_disabled = vectors_disabled
         if is_postgres(parsed):
             self.dialect = "postgresql"
             self.engine: Engine = postgres_engine(parsed, write_wait_seconds, pool_size)
@@ -112,6 +117,8 @@ class Database:
                 f"unsupported DATABASE_URL {redacted(url)!r}: use sqlite:///path/to/file.db "
                 "or postgresql://user:password@host/database"
             )
+        if vectors_disabled:
+            self.vectors = VectorSupport(self.vectors.backend, error=DISABLED)
         # A forked child (RQ's work horse) must not reuse the parent's pooled connections.
         engine_ref = weakref.ref(self.engine)
         os.register_at_fork(after_in_child=lambda: _dispose_in_child(engine_ref))
@@ -128,6 +135,8 @@ class Database:
 
     def _report_vectors(self, support: VectorSupport) -> None:
         """Each new SQLite connection tells whether sqlite-vec loaded into it."""
+        if self._vectors_disabled:
+            return
         with self._vector_lock:
             if not support.available and self.vectors.error != support.error:
                 log.warning("sqlite-vec unavailable, vector search disabled: %s", support.error)
@@ -135,6 +144,8 @@ class Database:
 
     def check_vectors(self) -> VectorSupport:
         """Look again whether the database can hold vectors (after a migration, say)."""
+        if self._vectors_disabled:
+            return self.vectors
         if self.dialect == "postgresql":
             self.vectors = detect_pgvector(self.engine)
         else:

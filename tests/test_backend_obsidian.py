@@ -103,9 +103,7 @@ def test_search_uses_the_plugins_search_and_stays_in_the_keys_folder(backend, va
     assert not any(r["path"] == "/vault/" for r in vault.requests)
 
 
-def test_an_end_users_notes_live_apart_and_each_user_sees_their_own_and_the_keys(
-    backend, vault
-):
+def test_an_end_users_notes_live_apart_and_each_user_sees_their_own_and_the_keys(backend, vault):
     shared = backend.create(NewMemory(api_key_id="alice", key="lang", content="Team writes Go"))
     ana = backend.create(
         NewMemory(api_key_id="alice", key="pet", content="Ana's pet is a cat", user_id="ana")
@@ -144,9 +142,10 @@ def test_clearing_one_user_leaves_the_keys_and_other_users_notes(backend, vault)
         backend.create(NewMemory(api_key_id="alice", key="pet", content=user, user_id=user))
     assert backend.clear(MemoryFilter(api_key_id="alice", user_id="ana"), dry_run=False) == 1
     assert sorted(vault.notes) == ["OmniRoute/alice/lang.md", "OmniRoute/alice/users/ben/pet.md"]
-    assert backend.upsert(NewMemory(api_key_id="alice", key="pet", content="cat", user_id="ben"))[
-        1
-    ] is False, "upserted per (key, user)"
+    assert (
+        backend.upsert(NewMemory(api_key_id="alice", key="pet", content="cat", user_id="ben"))[1]
+        is False
+    ), "upserted per (key, user)"
 
 
 def test_health_needs_the_vault_to_accept_the_key(vault):

@@ -178,8 +178,14 @@ def scopes(store, backfill, retriever, sentences, questions, args, rng) -> None:
     for user in range(args.users):
         grow(store, "team", sentences, 0, 10, rng, user=f"user-{user}")
     backfill.run(batch_size=1024)
+    took = time.perf_counter() - started
+    size = (
+        f", database file {Path(store.db.path).stat().st_size / 2**20:,.0f} MB"
+        if store.db.path
+        else ""
+    )
     print(f"scopes: {args.users:,} end users x 10 memories + 100 shared, written and embedded "
-          f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
+          f"in {took:.0f} s{size}")  # fmt: skip
     before = [
         ("100, no global asked", "small", "", False),
         ("100 + global, none exist", "small", "", True),

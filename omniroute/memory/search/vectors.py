@@ -11,6 +11,7 @@ searches can be served from RAM (vector_cache.py), for which every vector write 
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -24,6 +25,13 @@ from omniroute.memory.search.vector_cache import VectorCache
 
 QUANTIZATIONS = ("none", "int8")
 TABLE = "vec_memories"
+# Vectors per vec0 chunk. Every partition (an owner: a key, or one end user of a key) gets
+# chunks of its own, allocated whole: sqlite-vec's default of 1,024 made each end user with
+# a single memory cost 1 MB (10 GB for 10,000 users); 16 keeps a user's few memories in one
+# chunk (benchmarks.md, "Vector chunks"). The chunks' partition column is indexed: vec0
+# finds a partition's chunks by scanning them all otherwise (1.5 ms at 30,000 partitions).
+CHUNK_SIZE = 16
+CHUNK_INDEX = f"{TABLE}_chunks_owner"
 CHANGES = "vector_changes"
 KEPT_CHANGES = 100_000  # SQLite's log keeps this many of the newest changes
 PART = 500  # seqs bound in one statement
@@ -129,6 +137,42 @@ class VectorIndex(ABC):
         ...
 
 
+def create_table(conn: Connection, element: str, dim: int) -> None:
+    """The vec0 table of `dim`-dimensional `element` (float or int8) vectors, partitioned by
+    owner, in chunks of CHUNK_SIZE, with the chunks' partition index."""
+    conn.exec_driver_sql(
+        f"CREATE VIRTUAL TABLE {TABLE} USING vec0(owner TEXT PARTITION KEY, "
+        f"embedding {element}[{dim}] distance_metric=cosine, chunk_size={CHUNK_SIZE})"
+    )
+    conn.exec_driver_sql(f"CREATE INDEX {CHUNK_INDEX} ON {TABLE}_chunks (partition00)")
+
+
+def rechunk(conn: Connection) -> int | None:
+    """Rebuild a vec0 table made before CHUNK_SIZE (with sqlite-vec's 1,024-vector chunks and
+    no partition index) by copying its vectors into a new one: none is embedded again. How
+    many were copied; None when there was no such table."""
+    found = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = ?", (TABLE,)).first()
+    if found is None or "chunk_size" in found[0]:
+        return None
+    shape = re.search(r"embedding (float|int8)\[(\d+)\]", found[0])
+    if shape is None:
+        raise ValueError(f"{TABLE} has an unknown shape: {found[0]}")
+    element, dim = shape[1], int(shape[2])
+    kept = "vec_memories_rechunked"
+    conn.exec_driver_sql(
+        f"CREATE TEMP TABLE {kept} AS SELECT rowid AS seq, owner, embedding FROM {TABLE}"
+    )
+    conn.exec_driver_sql(f"DROP TABLE {TABLE}")
+    create_table(conn, element, dim)
+    value = "vec_int8(embedding)" if element == "int8" else "embedding"
+    conn.exec_driver_sql(
+        f"INSERT INTO {TABLE} (rowid, owner, embedding) SELECT seq, owner, {value} FROM {kept}"
+    )
+    copied = conn.exec_driver_sql(f"SELECT count(*) FROM {kept}").scalar_one()
+    conn.exec_driver_sql(f"DROP TABLE {kept}")
+    return copied
+
+
 class SqliteVecIndex(VectorIndex):
     """One vec0 table whose partition key is the owner: KNN runs inside one tenant."""
 
@@ -151,13 +195,11 @@ class SqliteVecIndex(VectorIndex):
 
     def prepare(self, conn: Connection, signature: str, dim: int) -> bool:
         if self.meta(conn).signature == signature and self.exists(conn):
+            rechunk(conn)  # one migration 0021 could not reach (sqlite-vec had not loaded)
             return False
         element = "int8" if self.quantization == "int8" else "float"
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {TABLE}")
-        conn.exec_driver_sql(
-            f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
-            f"owner TEXT PARTITION KEY, embedding {element}[{dim}] distance_metric=cosine)"
-        )
+        create_table(conn, element, dim)
         self.record_reset(conn, signature, dim)
         return True
 

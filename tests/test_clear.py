@@ -112,3 +112,28 @@ def test_the_cli_asks_before_it_deletes(app, seeded):
         )
     assert forced.exit_code == 0, forced.output
     assert keys_of(seeded, "alice") == ["fact", "s"]
+
+
+def test_the_cli_clears_one_end_user_or_the_global_memories_and_needs_one_owner(app, svc):
+    for user in ("", "ana", "ben"):
+        svc.memories.create(api_key_id="alice", key="pet", content=f"pet {user}", user_id=user)
+    svc.memories.create(api_key_id="", key="policy", content="Answer in English")
+    runner = CliRunner()
+    with app.app_context():
+        done = runner.invoke(
+            app.cli, ["memory", "clear", "--api-key-id", "alice", "--user-id", "ana", "--yes"]
+        )
+        assert (
+            done.exit_code == 0 and "deleted 1 memories of end user 'ana' of alice" in done.output
+        )
+        assert sorted(m.user_id for m in svc.memories.find(MemoryFilter(api_key_id="alice"))) == [
+            "", "ben",
+        ]  # fmt: skip
+        for wrong in (["--global", "--api-key-id", "alice"], [], ["--global", "--user-id", "x"],
+                      ["--api-key-id", "alice", "--user-id", "a\x07b"]):  # fmt: skip
+            refused = runner.invoke(app.cli, ["memory", "clear", "--yes", *wrong])
+            assert refused.exit_code == 2, (wrong, refused.output)
+        gone = runner.invoke(app.cli, ["memory", "clear", "--global", "--yes"])
+        assert gone.exit_code == 0 and "deleted 1 memories of the global ones" in gone.output
+    assert svc.memories.find(MemoryFilter(api_key_id="")) == []
+    assert len(svc.memories.find(MemoryFilter(api_key_id="alice"))) == 2

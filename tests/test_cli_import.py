@@ -51,6 +51,23 @@ def test_a_json_lines_file_is_imported_and_failures_are_named_by_line(
     assert json.loads(again.stdout.strip().splitlines()[-1])["updated"] == 8
 
 
+def test_items_of_no_key_are_global_memories_and_a_user_needs_a_key(app, keyed, tmp_path):
+    source = tmp_path / "policies.jsonl"
+    source.write_text(lines(
+        {"key": "policy:language", "content": "Answer in the user's language"},
+        {"key": "pet", "content": "Ana has a cat", "apiKeyId": keyed, "userId": "ana"},
+        {"key": "stray", "content": "A user of no key", "userId": "ana"},
+    ))  # fmt: skip
+    result = run(app, str(source), "--no-vectors")
+    assert result.exit_code == 1 and "line 3: " in result.stderr and "userId" in result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["created"] == 2
+    store = app.extensions["omniroute"].memories
+    (policy,) = store.find(MemoryFilter(api_key_id=""))
+    assert (policy.key, policy.user_id) == ("policy:language", "")
+    (pet,) = store.find(MemoryFilter(api_key_id=keyed))
+    assert pet.user_id == "ana"
+
+
 def test_an_export_file_goes_back_in(app, keyed, tmp_path):
     svc = app.extensions["omniroute"]
     svc.memories.create(api_key_id=keyed, key="tea", content="I drink green tea")

@@ -12,7 +12,7 @@ from omniroute.core.clock import to_iso
 from omniroute.jobs.periodic.schedule import BY_ID
 from omniroute.jobs.periodic.tasks import run_periodic
 from omniroute.memory.life.bulk import clear
-from omniroute.memory.model import MEMORY_TYPES, MemoryFilter
+from omniroute.memory.model import MEMORY_TYPES, MemoryFilter, user_id_problem
 from omniroute.services import services
 
 jobs_cli = AppGroup("jobs", help="The periodic jobs.")
@@ -54,7 +54,9 @@ def run_command(job_id: str) -> None:
 
 def _clear_options(command):
     options = (
-        click.option("--api-key-id", required=True, help="The key whose memories go."),
+        click.option("--api-key-id", help="The key whose memories go."),
+        click.option("--global", "global_", is_flag=True, help="The global memories (no key)."),
+        click.option("--user-id", help="Only this end user's memories of the key."),
         click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES)),
         click.option("--session-id"),
         click.option(
@@ -73,26 +75,39 @@ def _clear_options(command):
 @click.command("clear")
 @_clear_options
 def clear_command(
-    api_key_id: str,
+    api_key_id: str | None,
+    global_: bool,
+    user_id: str | None,
     memory_type: str | None,
     session_id: str | None,
     older_than: datetime | None,
     dry_run: bool,
     yes: bool,
 ) -> None:
-    """Delete every memory of one key that matches (DELETE /api/memory's code path)."""
-    store = services().memories
+    """Delete every memory of one key (or one end user of it, or the global ones) that
+    matches (DELETE /api/memory's code path)."""
+    if global_ == bool(api_key_id):
+        raise click.UsageError("name the key (--api-key-id) or --global, one of them")
+    if global_ and user_id is not None:
+        raise click.UsageError("global memories belong to no end user: leave out --user-id")
+    if user_id is not None and (problem := user_id_problem(user_id)):
+        raise click.BadParameter(problem, param_hint="--user-id")
+    whose = "the global ones" if global_ else api_key_id
+    if user_id is not None:
+        whose = f"end user {user_id!r} of {api_key_id}"
     filters = MemoryFilter(
-        api_key_id=api_key_id,
+        api_key_id=api_key_id or "",
+        user_id=user_id,
         type=memory_type,
         session_id=session_id,
         created_before=to_iso(older_than) if older_than else None,
     )
+    store = services().memories
     matched = clear(store, filters, dry_run=True)
     if dry_run or not matched:
-        click.echo(f"{matched} memories of {api_key_id} match; nothing deleted")
+        click.echo(f"{matched} memories of {whose} match; nothing deleted")
         return
     if not yes:
-        click.confirm(f"Delete {matched} memories of {api_key_id}?", abort=True)
+        click.confirm(f"Delete {matched} memories of {whose}?", abort=True)
     deleted = clear(store, filters)
-    click.echo(f"deleted {deleted} memories of {api_key_id}")
+    click.echo(f"deleted {deleted} memories of {whose}")

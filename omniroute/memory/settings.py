@@ -174,7 +174,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("backendConfigs", "memoryBackendConfigs", {}, OBJECT,
             "Remote backends by id (letters, digits, '.', '_', '-'): a generic HTTP one "
             "{baseUrl, apiKey (sealed; shown masked), headers, timeout (ms), endpoints, "
-            "queryParams, pathParams}, or `type` `obsidian` {baseUrl, apiKey, folder} or "
+            "queryParams, pathParams, backendType (what the service is, e.g. `mem0`: logs "
+            "and the backend list name it beside the id; default `generic`)}, or `type` "
+            "`obsidian` {baseUrl, apiKey, folder} or "
             "`notion` {apiKey, databaseId, baseUrl}; listed with their health at "
             "GET /api/memory/backends."),
     Setting("customBaseUrl", "memoryCustomBaseUrl", None, URL,

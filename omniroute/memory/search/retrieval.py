@@ -30,7 +30,7 @@ from datetime import timedelta
 from functools import cache
 from typing import TYPE_CHECKING
 
-from sqlalchemy import BigInteger, Text, any_, bindparam, select
+from sqlalchemy import BigInteger, Text, any_, bindparam, select, union_all
 from sqlalchemy.dialects import postgresql
 
 from omniroute.core.clock import to_iso
@@ -239,9 +239,12 @@ class Retriever:
 
     def _recent(self, live: Reach) -> list[Memory]:
         """The newest memories the reach sees."""
-        statement = _recent_statement(live.session_id is not None, live.created_after is not None)
+        statement = _recent_statement(
+            live.session_id is not None, live.created_after is not None, len(live.owners)
+        )
+        owners = {f"owner_{number}": owner for number, owner in enumerate(live.owners)}
         with self.store.db.read() as conn:
-            rows = conn.execute(statement, _binds(live, self.store.now()))
+            rows = conn.execute(statement, {**_binds(live, self.store.now()), **owners})
             return [Memory.from_values(row) for row in rows]
 
     def _keyword(self, live: Reach, query: str) -> list[tuple[Memory, float]]:
@@ -394,12 +397,28 @@ def _hits_statement(dialect: str, name: str, by_session: bool, by_age: bool):
 
 
 @cache
-def _recent_statement(by_session: bool, by_age: bool):
-    """The newest CANDIDATES live memories of the partitions, bound as _binds binds."""
-    return (
-        select(*(memories.c[name] for name in MEMORY_COLUMNS))
-        .where(search_conditions(memories, by_session, by_age))
+def _recent_statement(by_session: bool, by_age: bool, partitions: int):
+    """The newest CANDIDATES live memories of the partitions (bound as `owner_0`, ...): each
+    partition's newest from its (owner, created_at) index, then merged. One search over all
+    of them could not walk that index in order: PostgreSQL sorted every memory of the
+    partitions (7.5 ms for a 10,000-memory key, against 1.9 at 1,000)."""
+    columns = [memories.c[name] for name in MEMORY_COLUMNS]
+    newest = [
+        select(*columns, memories.c.seq)
+        .where(
+            search_conditions(
+                memories, by_session, by_age, memories.c.owner == bindparam(f"owner_{number}")
+            )
+        )
         .order_by(memories.c.created_at.desc(), memories.c.seq.desc())
+        .limit(CANDIDATES)
+        .subquery()
+        for number in range(partitions)
+    ]
+    merged = union_all(*(select(*part.c) for part in newest)).subquery()
+    return (
+        select(*(merged.c[name] for name in MEMORY_COLUMNS))
+        .order_by(merged.c.created_at.desc(), merged.c.seq.desc())
         .limit(CANDIDATES)
     )
 

@@ -56,6 +56,14 @@ class QdrantSettingsSchema(ma.Schema):
 QDRANT_HOST = f"^(?:(?:https?://)?{HOST_PATTERN}{PORT_PATTERN}{PATH_PATTERN})?$"
 
 
+def _whole(allowed: range, description: str, **options) -> ma.fields.Integer:
+    """A whole number in `allowed` (a JSON number, never a string of one)."""
+    bounds = Range(allowed.start, allowed.stop - 1)
+    return ma.fields.Integer(
+        strict=True, validate=bounds, metadata={"description": description}, **options
+    )
+
+
 class QdrantSettingsUpdateSchema(ChangeSchema):
     enabled = StrictBoolean(
         metadata={"description": "true needs a healthy Qdrant and a successful search first"}
@@ -77,22 +85,15 @@ class QdrantSettingsUpdateSchema(ChangeSchema):
         metadata={"description": "`provider/model`; null or empty: the memory's embedder"},
     )
     quantization = ma.fields.String(validate=OneOf(QUANTIZATIONS))
-    vectorSize = ma.fields.Integer(
-        strict=True,
+    vectorSize = _whole(
+        VECTOR_SIZES,
+        "The size of Qdrant's vectors; a provider's model is asked for it (OpenAI's "
+        "`dimensions`), another model must make it. null: the model's own.",
         allow_none=True,
-        validate=Range(VECTOR_SIZES.start, VECTOR_SIZES.stop - 1),
-        metadata={
-            "description": "The size of Qdrant's vectors; a provider's model is asked for it "
-            "(OpenAI's `dimensions`), another model must make it. null: the model's own."
-        },
     )
-    hnswEfConstruct = ma.fields.Integer(
-        strict=True,
-        validate=Range(HNSW_EF_CONSTRUCTS.start, HNSW_EF_CONSTRUCTS.stop - 1),
-        metadata={
-            "description": "The HNSW index's ef_construct (a collection of another "
-            "is changed to it on a server)"
-        },
+    hnswEfConstruct = _whole(
+        HNSW_EF_CONSTRUCTS,
+        "The HNSW index's ef_construct (a server's collection made with another is changed).",
     )
     apiKey = ma.fields.String(
         validate=[Length(max=4096), header_value],

@@ -9,9 +9,10 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # Reinstalls only when a requirements file is newer than the last install.
-$(STAMP): requirements.txt requirements-models.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-models.txt requirements-dev.txt requirements-mem0.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check --no-deps -r requirements-mem0.txt
 	@touch $@
 
 run: install

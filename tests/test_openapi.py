@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from omniroute.api.operation_ids import OPERATION_IDS, OperationIds, UnnamedOperation
+from omniroute.api.spec_errors import is_mem0
 from omniroute.core.net import check_base_url
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch"}
@@ -33,7 +34,8 @@ def test_every_operation_has_a_summary(spec):
 
 def test_every_operation_has_a_unique_readable_operation_id(spec):
     ids = [op.get("operationId") for _, _, op in operations(spec)]
-    assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)+", name or "") for name in ids), ids
+    # camelCase words; a word may end in digits (`Mem0`, mem0's name for itself)
+    assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+[0-9]*)+", name or "") for name in ids), ids
     assert len(set(ids)) == len(ids)
     stale = set(OPERATION_IDS.values()) - set(ids)
     assert stale == set(), "names in operation_ids.py for routes that are gone"
@@ -66,11 +68,24 @@ def test_api_operations_require_the_admin_token_and_probes_do_not(spec):
 def test_errors_are_documented_in_the_one_error_shape(spec):
     schema = spec["components"]["schemas"]["Error"]
     assert set(schema["properties"]) == {"error"}
+    mem0 = spec["components"]["schemas"]["Mem0Error"]
+    assert set(mem0["properties"]) == {"detail", "error", "details"}
+    tags = {operation["tags"][0] for path, _, operation in operations(spec) if is_mem0(path)}
+    assert tags == {"mem0"}, "mem0's routes under a tag of their own"
 
 
 def test_every_error_a_route_can_answer_is_declared_in_the_error_shape(spec):
     for path, method, operation in operations(spec):
         responses = operation["responses"]
+        if is_mem0(path):  # mem0's routes answer in mem0's shape (docs/mem0.md)
+            expected = {"400", "401", "403", "429", "502", "503"} | (
+                {"404"} if "{" in path else set()
+            )
+            assert expected <= set(responses), f"{method.upper()} {path}"
+            for code, response in responses.items():
+                if code.startswith(("4", "5")):
+                    assert response["$ref"].split("/")[-1].startswith("MEM0_"), (path, code)
+            continue
         expected = {"401", "429", "503"} if path.startswith(("/api/", "/v1/")) else set()
         if path.startswith("/api/"):
             expected.add("403")

@@ -21,6 +21,8 @@ from omniroute.api import (
     qdrant,
     settings,
 )
+from omniroute.api.mem0 import blueprint as mem0
+from omniroute.api.mem0.schemas import Mem0ErrorSchema
 from omniroute.api.operation_ids import OperationIds
 from omniroute.api.spec_errors import ChangesNeedAField, ErrorResponses, register_error_responses
 from omniroute.core.errors import ErrorSchema, http_error_response
@@ -112,6 +114,13 @@ def init_app(app: Flask) -> OmniApi:
                         "description": "A gateway API key (`sk-omr-...`), as the OpenAI SDK "
                         "sends it; /v1 and /mcp take it.",
                     },
+                    "mem0Token": {
+                        "type": "apiKey",
+                        "in": "header",
+                        "name": "Authorization",
+                        "description": "A gateway key as mem0's client sends its own: "
+                        "`Token sk-omr-...` (docs/mem0.md).",
+                    },
                 }
             },
         },
@@ -121,6 +130,7 @@ def init_app(app: Flask) -> OmniApi:
     api.register_converter(memories.MemoryIdConverter, lambda converter: {"type": "string"})
     # before any path or schema is added
     api.spec.plugins.extend([OperationIds(), ErrorResponses(), ChangesNeedAField()])
+    api.spec.components.schema("Mem0Error", schema=Mem0ErrorSchema)
     register_error_responses(api.spec)
     app.before_request(_guard_api)
     app.register_blueprint(_docs_assets())
@@ -137,4 +147,5 @@ def init_app(app: Flask) -> OmniApi:
     )
     for module in (*modules, health):
         api.register_blueprint(module.blp)
+    api.register_blueprint(mem0.blp)  # mem0's platform routes (docs/mem0.md)
     return api

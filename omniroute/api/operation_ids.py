@@ -61,6 +61,15 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/v1/models"): "listModels",
     ("get", "/v1/models/{model_id}"): "getModel",
     ("post", "/v1/embeddings"): "createEmbeddings",
+    ("get", "/v1/ping/"): "pingMem0",
+    ("post", "/v3/memories/add/"): "addMem0Memories",
+    ("post", "/v3/memories/"): "listMem0Memories",
+    ("post", "/v3/memories/search/"): "searchMem0Memories",
+    ("get", "/v1/memories/{memory_id}/"): "getMem0Memory",
+    ("put", "/v1/memories/{memory_id}/"): "updateMem0Memory",
+    ("delete", "/v1/memories/{memory_id}/"): "deleteMem0Memory",
+    ("get", "/v1/memories/{memory_id}/history/"): "getMem0MemoryHistory",
+    ("delete", "/v1/memories/"): "deleteMem0Memories",
 }
 METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})
 

@@ -64,19 +64,48 @@ BACKEND_SERVED = {
 WITH_BODY = {"post", "put", "patch"}
 
 
+# mem0's platform routes (docs/mem0.md) answer errors in mem0's shape, Mem0Error.
+MEM0_PREFIXES = ("/v1/ping/", "/v1/memories/", "/v3/")
+MEM0_ERRORS = {
+    400: ("MEM0_BAD_REQUEST", "mem0's 400: the body or a filter is wrong; `details` name it."),
+    401: ("MEM0_UNAUTHORIZED", "No valid gateway key as `Authorization: Token <key>`."),
+    403: ("MEM0_FORBIDDEN", "The key lacks the scope: read:memory to read, write:memory to write."),
+    404: ("MEM0_NOT_FOUND", "No memory of this key has this id."),
+    413: ("MEM0_PAYLOAD_TOO_LARGE", "The body is larger than MAX_BODY_BYTES."),
+    429: ("MEM0_TOO_MANY_REQUESTS", "Too many wrong keys from this address; see Retry-After."),
+    502: ("MEM0_BAD_GATEWAY", "The primary memory backend failed."),
+    503: ("MEM0_SERVICE_UNAVAILABLE", "The database stayed locked by other writers; try again."),
+}  # fmt: skip
+
+
+def is_mem0(path: str) -> bool:
+    return path.startswith(MEM0_PREFIXES)
+
+
 def register_error_responses(spec: APISpec) -> None:
-    """The error responses as components, each of the shared Error schema."""
-    for name, description in ERRORS.values():
-        spec.components.response(
-            name,
-            {
-                "description": description,
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-            },
-        )
+    """The error responses as components: ours of the shared Error schema, mem0's routes'
+    of Mem0Error."""
+    for table, schema in ((ERRORS, "Error"), (MEM0_ERRORS, "Mem0Error")):
+        for name, description in table.values():
+            spec.components.response(
+                name,
+                {
+                    "description": description,
+                    "content": {
+                        "application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}
+                    },
+                },
+            )
 
 
 def codes_for(method: str, path: str) -> list[int]:
+    if is_mem0(path):
+        codes = [400, 401, 403, 429, 502, 503]
+        if method in WITH_BODY:
+            codes.append(413)
+        if "{" in path:
+            codes.append(404)
+        return sorted(codes)
     if path.startswith("/v1/"):
         codes = [401, 429, 502, 503, 504]
         if method in WITH_BODY or "{" in path:  # a model no provider serves
@@ -106,6 +135,12 @@ class ErrorResponses(BasePlugin):
             if not isinstance(operation, dict) or path is None:
                 continue
             responses = operation.setdefault("responses", {})
+            if is_mem0(path):  # mem0's shape, whatever flask-smorest declared
+                for code in codes_for(method, path):
+                    responses[str(code)] = {
+                        "$ref": f"#/components/responses/{MEM0_ERRORS[code][0]}"
+                    }
+                continue
             for code in codes_for(method, path):
                 responses.setdefault(
                     str(code), {"$ref": f"#/components/responses/{ERRORS[code][0]}"}

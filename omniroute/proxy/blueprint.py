@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from flask import current_app, g, request
 from flask_smorest import Blueprint, abort
-from werkzeug.exceptions import TooManyRequests
 
-from omniroute.core.brake import Held
-from omniroute.services import services
-from omniroute.web.auth import bearer_token
+from omniroute.web.auth import bearer_token, gateway_key
 
 blp = Blueprint("gateway", __name__, url_prefix="/v1", description="OpenAI-compatible gateway")
 GATEWAY_SECURITY = [{"gatewayKey": []}]
@@ -19,7 +16,7 @@ GATEWAY_SECURITY = [{"gatewayKey": []}]
 def _authenticate() -> None:
     request.max_content_length = current_app.config["MAX_CHAT_BODY_BYTES"]
     token = bearer_token()
-    key = _key_of(token) if token else None
+    key = gateway_key(token) if token else None
     if key is None:
         abort(
             401,
@@ -27,21 +24,6 @@ def _authenticate() -> None:
             code="invalid_api_key",
         )
     g.api_key = key
-
-
-def _key_of(token: str):
-    """The active key of `token`; a wrong one counts on the guessing brake that /api, the
-    studio and MCP share (429 with Retry-After while this address is held)."""
-    svc = services()
-    try:
-        return svc.guess_brake.attempt(
-            request.remote_addr, token, lambda: svc.keys.authenticate(token)
-        )
-    except Held as held:
-        raise TooManyRequests(
-            description="Too many wrong API keys from this address: slow down.",
-            retry_after=held.retry_after,
-        ) from None
 
 
 def bad_field(field: str, message: str):

@@ -6,21 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
-
-
-def content_text(content: Any) -> str:
-    """The text of a message's content: a string, or its text parts joined by newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES
-        ]
-        return "\n".join(part for part in parts if isinstance(part, str) and part)
-    return ""
+from omniroute.core.messages import content_text
 
 
 def last_user_text(messages: list[Any]) -> str:

@@ -126,6 +126,21 @@ def bearer_token() -> str | None:
     return token.strip()
 
 
+def gateway_key(token: str):
+    """The active gateway key of `token`, or None; a wrong one counts on the guessing brake
+    that /api, the studio and MCP share (429 with Retry-After while this address is held)."""
+    svc = services()
+    try:
+        return svc.guess_brake.attempt(
+            request.remote_addr, token, lambda: svc.keys.authenticate(token)
+        )
+    except Held as held:
+        raise TooManyRequests(
+            description="Too many wrong API keys from this address: slow down.",
+            retry_after=held.retry_after,
+        ) from None
+
+
 def is_admin_token(token: str) -> bool:
     expected = current_app.config["OMNIROUTE_ADMIN_TOKEN"]
     return hmac.compare_digest(token.encode("utf-8"), expected.encode("utf-8"))

@@ -5,8 +5,8 @@ body, which no schema reads whole) can carry either past it:
 - nesting deeper than MAX_DEPTH (Python's parser raises RecursionError, not a value error,
   on 200,000 brackets) is 400;
 - a string (or key) with an unpaired UTF-16 surrogate, or a NUL character, is 422 naming
-  the field (text_rules.py says why). A chat body (/v1) may hold NUL: it goes to the
-  provider as sent, and the texts kept for extraction drop it.
+  the field (text_rules.py says why). A chat body (/v1's OpenAI routes) may hold NUL: it
+  goes to the provider as sent, and the texts kept for extraction drop it.
 - a query parameter with a NUL character is 422 naming the parameter.
 A body that is not JSON at all is left to the route, which says so in its own words.
 """
@@ -21,7 +21,7 @@ from omniroute.core.text_rules import NESTED_TOO_DEEP, first_problem, text_probl
 
 MAX_DEPTH = 200
 TOO_DEEP = f"The JSON body is nested more than {MAX_DEPTH} levels deep."
-RELAYED = "/v1/"
+RELAYED = "gateway"  # the /v1 blueprint's bodies go to a provider as sent
 
 
 def check_request() -> None:
@@ -39,7 +39,7 @@ def check_request() -> None:
         raise BadRequest(TOO_DEEP) from None
     if body is None:  # not JSON at all: the route says so in its own words
         return
-    allow_nul = request.path.startswith(RELAYED)
+    allow_nul = request.blueprint == RELAYED
     found = first_problem(body, allow_nul=allow_nul, max_depth=MAX_DEPTH)
     if found is None:
         return

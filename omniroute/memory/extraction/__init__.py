@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -116,10 +117,26 @@ def _candidates(text: str) -> Iterator[Fact]:
 def fact_memories(
     *, api_key_id: str, session_id: str, text: str, source: str, user_id: str = ""
 ) -> list[NewMemory]:
-    """The memories of the facts in `text`, as `api_key_id`'s (its end user `user_id`'s when
-    named), ready for any backend."""
+    """The memories of the facts in a chat's `text`, as `api_key_id`'s (its end user
+    `user_id`'s when named), ready for any backend; none without a key or a session."""
     if not (text and api_key_id and session_id):
         return []
+    return facts_as_memories(
+        text, api_key_id=api_key_id, session_id=session_id, source=source, user_id=user_id
+    )
+
+
+def facts_as_memories(
+    text: str,
+    *,
+    api_key_id: str,
+    session_id: str,
+    source: str,
+    user_id: str = "",
+    metadata: Mapping[str, Any] | None = None,
+) -> list[NewMemory]:
+    """The memories of the facts in `text`, each with its category, source, language and
+    time of extraction in its metadata, beside `metadata`."""
     extracted_at = now_iso()
     return [
         NewMemory(
@@ -130,6 +147,7 @@ def fact_memories(
             session_id=session_id,
             user_id=user_id,
             metadata={
+                **(metadata or {}),
                 "category": fact.category,
                 "source": source,
                 "language": fact.language,

@@ -102,6 +102,11 @@ def test_every_memory_method_through_the_mem0_client(keys, mem0):
         ("ADD", "Deploys go out on Fridays"),
         ("UPDATE", "Deploys go out on Thursdays"),
     ], "adding the same text again changed nothing, and left no row"
+    relabelled = alice.update(note["id"], metadata={"team": "ops"}, expiration_date="2099-01-31")
+    assert (relabelled["metadata"]["team"], relabelled["agent_id"]) == ("ops", "planner"), (
+        "the metadata is replaced, the agent stays"
+    )
+    assert relabelled["expiration_date"] == "2099-01-31"
     assert alice.delete(note["id"])["message"]
     with pytest.raises(MemoryNotFoundError):
         alice.get(note["id"])

@@ -9,6 +9,8 @@ The admin API's guard, the guess brake, the body limit and a locked database ans
 - one with an id in its path, or a body that names another item (a key, a provider, a
   backend): 404; the upserts and renames that can meet another's key: 409;
   the memory operations a remote primary backend serves: 502 (it failed);
+- mem0's routes (docs/mem0.md): 400, 401, 403, 429, 502, 503 (404 with an id, 413 with a
+  body) in mem0's error shape, and the key as mem0 sends it (`mem0Token`);
 - /v1: 400, 401, 404 (a model no provider serves: OpenAI's `model_not_found`), 413, 429 and
   502/503/504 (the provider failed, or could not be reached in time). The probes: /readyz's
   503; /metrics: 401, 403 and 429, as the admin API's.
@@ -135,7 +137,8 @@ class ErrorResponses(BasePlugin):
             if not isinstance(operation, dict) or path is None:
                 continue
             responses = operation.setdefault("responses", {})
-            if is_mem0(path):  # mem0's shape, whatever flask-smorest declared
+            if is_mem0(path):  # mem0's key and shape, whatever flask-smorest declared
+                operation["security"] = [{"mem0Token": []}]
                 for code in codes_for(method, path):
                     responses[str(code)] = {
                         "$ref": f"#/components/responses/{MEM0_ERRORS[code][0]}"

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
+from functools import partial
 from http import HTTPStatus
 from typing import Any
 
@@ -25,6 +26,7 @@ from werkzeug.exceptions import HTTPException
 from omniroute.api.mem0 import schemas
 from omniroute.api.mem0.adding import memories_to_add, messages_of
 from omniroute.api.mem0.shapes import (
+    IN_METADATA,
     BadInput,
     Entities,
     entities_of,
@@ -41,7 +43,8 @@ from omniroute.services import services
 from omniroute.web.auth import gateway_key
 
 blp = Blueprint("mem0", __name__, description="mem0's platform API, over the same memories")
-MEM0_SECURITY = [{"mem0Token": []}]
+# A body or query mem0 refuses is its 400 (flask-smorest's default is 422).
+arguments = partial(blp.arguments, error_status_code=400)
 ORGANISATION = "omniroute"  # what ping answers as mem0's org_id
 SCANNED = 10_000  # memories read at most to filter by agent_id or app_id (kept in metadata)
 SCAN_PAGE = 500
@@ -126,7 +129,6 @@ def _expiry(day: date | None) -> str | None:
 @blp.route("/v1/ping/")
 class Ping(MethodView):
     @blp.response(200, schemas.Mem0PingSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def get(self):
         """Check a gateway key, as mem0's client does when it starts
 
@@ -139,9 +141,8 @@ class Ping(MethodView):
 
 @blp.route("/v3/memories/add/")
 class AddMemories(MethodView):
-    @blp.arguments(schemas.Mem0AddSchema, error_status_code=400)
+    @arguments(schemas.Mem0AddSchema)
     @blp.response(200, schemas.Mem0AddResultSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def post(self, body):
         """Add memories from messages
 
@@ -177,10 +178,9 @@ class AddMemories(MethodView):
 
 @blp.route("/v3/memories/")
 class ListMemories(MethodView):
-    @blp.arguments(schemas.Mem0ListSchema, error_status_code=400)
-    @blp.arguments(schemas.Mem0PageQuery, location="query", error_status_code=400)
+    @arguments(schemas.Mem0ListSchema)
+    @arguments(schemas.Mem0PageQuery, location="query")
     @blp.response(200, schemas.Mem0PageSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def post(self, body, page):
         """List memories, newest first, a page at a time
 
@@ -231,9 +231,8 @@ def _page_url(number: int, size: int) -> str:
 
 @blp.route("/v3/memories/search/")
 class SearchMemories(MethodView):
-    @blp.arguments(schemas.Mem0SearchSchema, error_status_code=400)
+    @arguments(schemas.Mem0SearchSchema)
     @blp.response(200, schemas.Mem0SearchResultSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def post(self, body):
         """Search memories by meaning and keywords
 
@@ -263,16 +262,14 @@ class SearchMemories(MethodView):
 @blp.route("/v1/memories/<memory_id>/", parameters=MEMORY_ID)
 class MemoryItem(MethodView):
     @blp.response(200, schemas.Mem0MemorySchema)
-    @blp.doc(security=MEM0_SECURITY)
     def get(self, memory_id):
         """Get one memory"""
         _allowed(READ_MEMORY)
         with _served() as serving:
             return memory_json(_mine(serving, memory_id))
 
-    @blp.arguments(schemas.Mem0UpdateSchema, error_status_code=400)
+    @arguments(schemas.Mem0UpdateSchema)
     @blp.response(200, schemas.Mem0MemorySchema)
-    @blp.doc(security=MEM0_SECURITY)
     def put(self, body, memory_id):
         """Change a memory's text, metadata or expiration date"""
         _allowed(WRITE_MEMORY)
@@ -282,9 +279,7 @@ class MemoryItem(MethodView):
         with _served() as serving:
             memory = _mine(serving, memory_id)
             if body.get("metadata") is not None:
-                kept = {
-                    n: memory.metadata[n] for n in ("agent_id", "app_id") if n in memory.metadata
-                }
+                kept = {n: memory.metadata[n] for n in IN_METADATA if n in memory.metadata}
                 changes["metadata"] = {**body["metadata"], **kept}
             if "expiration_date" in body:
                 changes["expires_at"] = _expiry(body["expiration_date"])
@@ -296,7 +291,6 @@ class MemoryItem(MethodView):
                 raise Mem0Error(404, f"Memory {memory_id} not found.") from None
 
     @blp.response(200, schemas.Mem0MessageSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def delete(self, memory_id):
         """Delete a memory"""
         _allowed(WRITE_MEMORY)
@@ -309,7 +303,6 @@ class MemoryItem(MethodView):
 @blp.route("/v1/memories/<memory_id>/history/", parameters=MEMORY_ID)
 class MemoryHistory(MethodView):
     @blp.response(200, schemas.Mem0HistoryEntrySchema(many=True))
-    @blp.doc(security=MEM0_SECURITY)
     def get(self, memory_id):
         """List a memory's changes, oldest first (kept after it is deleted)"""
         _allowed(READ_MEMORY)
@@ -324,9 +317,8 @@ class MemoryHistory(MethodView):
 
 @blp.route("/v1/memories/")
 class DeleteMemories(MethodView):
-    @blp.arguments(schemas.Mem0EntitiesQuery, location="query", error_status_code=400)
+    @arguments(schemas.Mem0EntitiesQuery, location="query")
     @blp.response(200, schemas.Mem0MessageSchema)
-    @blp.doc(security=MEM0_SECURITY)
     def delete(self, query):
         """Delete every memory of an end user, agent, app or run
 

@@ -20,7 +20,7 @@ from mem0.exceptions import AuthenticationError, MemoryNotFoundError  # noqa: E4
 from omniroute.core.keys import READ_MEMORY  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
 from tests.gateway_server import call, web_process  # noqa: E402
-from tests.helpers import ADMIN_TOKEN, drained, eventually  # noqa: E402
+from tests.helpers import ADMIN_TOKEN, drained  # noqa: E402
 
 pytestmark = pytest.mark.both_stores
 
@@ -54,7 +54,11 @@ def contents(answer) -> set[str]:
 
 def test_every_memory_method_through_the_mem0_client(keys, mem0):
     _, secret = keys
-    alice = mem0(secret["alice-app"])
+    every_method(mem0(secret["alice-app"]))
+
+
+def every_method(alice: MemoryClient) -> None:
+    """Each memory method of the client, for two end users of one key."""
     added = alice.add(
         [{"role": "user", "content": "I prefer Neovim over VS Code. My name is Ana."}],
         user_id="ana",
@@ -203,22 +207,26 @@ def test_guessing_keys_is_slowed_with_429(keys, gateway):
 
 @pytest.mark.sqlite_only
 def test_the_mem0_client_against_the_web_process(tmp_path):
+    """`python -m omniroute.serve` as a platform runs it, and every method again."""
     settings = {"DATA_DIR": str(tmp_path / "data"), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN}
     with web_process(tmp_path / "web.log", **settings) as (url, _):
         assert call(f"{url}/api/settings/memory", "PUT", {"enabled": True}, ADMIN_TOKEN)[0] == 200
-        status, _, created = call(f"{url}/api/keys", "POST", {"name": "mem0"}, ADMIN_TOKEN)
-        assert status == 201
-        client = MemoryClient(api_key=created["key"], host=url)
-        try:
-            client.add("I prefer Helix over Vim", user_id="ana")
-            found = eventually(
-                lambda: contents(client.search("Helix or Vim?", filters={"user_id": "ana"}))
-            )
-            assert found == {"I prefer Helix over Vim"}
+        secrets = []
+        for name in ("alice-app", "bob-app"):
+            status, _, created = call(f"{url}/api/keys", "POST", {"name": name}, ADMIN_TOKEN)
+            assert status == 201
+            secrets.append(created["key"])
+        with httpx.Client() as first, httpx.Client() as second:
+            alice = MemoryClient(api_key=secrets[0], host=url, client=first)
+            bob = MemoryClient(api_key=secrets[1], host=url, client=second)
+            every_method(alice)
+            alice.add("I prefer Helix over Vim", user_id="ana")
+            assert contents(alice.search("Helix or Vim?", filters={"user_id": "ana"})) == {
+                "I prefer Helix over Vim"
+            }
+            assert bob.get_all(filters={"user_id": "ana"})["count"] == 0
             listed = call(f"{url}/api/memory?userId=ana", token=ADMIN_TOKEN)[2]
             assert [m["content"] for m in listed["data"]] == ["I prefer Helix over Vim"]
-        finally:
-            client.client.close()
 
 
 @pytest.mark.parametrize(

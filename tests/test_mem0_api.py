@@ -14,13 +14,13 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-"))
 
 import httpx  # noqa: E402
 import pytest  # noqa: E402
-from mem0 import MemoryClient  # noqa: E402
+from mem0 import AsyncMemoryClient, MemoryClient  # noqa: E402
 from mem0.exceptions import AuthenticationError, MemoryNotFoundError  # noqa: E402
 
 from omniroute.core.keys import READ_MEMORY  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
 from tests.gateway_server import call, web_process  # noqa: E402
-from tests.helpers import ADMIN_TOKEN, drained  # noqa: E402
+from tests.helpers import ADMIN_TOKEN, drained, run_async  # noqa: E402
 
 pytestmark = pytest.mark.both_stores
 
@@ -117,6 +117,20 @@ def every_method(alice: MemoryClient) -> None:
     assert alice.delete_all(user_id="ana")["message"]
     assert alice.get_all(filters={"user_id": "ana"})["count"] == 0
     assert alice.get_all(filters={"user_id": "ben"})["count"] == 1, "another user's stay"
+
+
+def test_the_async_client_takes_the_same_routes(keys, gateway):
+    _, secret = keys
+
+    async def work():
+        async with httpx.AsyncClient() as http:
+            client = AsyncMemoryClient(api_key=secret["alice-app"], host=gateway.url, client=http)
+            await client.add("I prefer Zig over C", user_id="ana")
+            found = await client.search("Zig or C?", filters={"user_id": "ana"})
+            listed = await client.get_all(filters={"user_id": "ana"})
+            return contents(found), listed["count"]
+
+    assert run_async(work) == ({"I prefer Zig over C"}, 1)
 
 
 def test_another_key_never_sees_them_whatever_user_it_names(keys, mem0):

@@ -197,6 +197,8 @@ def test_refusals_come_in_mem0s_shape_with_the_right_status(keys, gateway, mem0)
             assert error["error"] == "400 Bad Request" and field in error["detail"]
             assert [d["field"] for d in error["details"]] == [field], answer.text
         assert http.delete("/v1/memories/").status_code == 400, "never the whole key"
+        huge = http.post("/v3/memories/add/", json={"messages": "x" * 2_000_000, "user_id": "a"})
+        assert huge.status_code == 413 and huge.json()["error"] == "413 Request Entity Too Large"
         missing = http.get("/v1/memories/no-such-id/")
         assert missing.status_code == 404 and "not found" in missing.json()["detail"]
         assert http.post("/v3/memories/add/", content=b"{", headers={

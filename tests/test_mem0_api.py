@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import date
 
 # mem0's client sends telemetry to PostHog unless told not to, and keeps a config folder in
 # the home directory: neither may happen here (loopback only). Both are read at its import.
@@ -83,6 +84,14 @@ def every_method(alice: MemoryClient) -> None:
                               "Deploys go out on Fridays"}  # fmt: skip
     page = alice.get_all(filters={"user_id": "ana"}, page=1, page_size=2)
     assert len(page["results"]) == 2 and page["count"] == 3 and "page=2" in page["next"]
+    today = {"user_id": "ana", "created_at": {"gte": "2000-01-01", "lte": date.today().isoformat()}}
+    assert alice.get_all(filters=today)["count"] == 3, "lte a date takes that whole day in"
+    assert (
+        alice.get_all(filters={"AND": [{"user_id": "ana"}, {"created_at": {"gt": "2999-01-01"}}]})[
+            "count"
+        ]
+        == 0
+    )
     by_agent = alice.get_all(filters={"AND": [{"user_id": "ana"}, {"agent_id": "planner"}]})
     assert contents(by_agent) == {"Deploys go out on Fridays"}
     shown = by_agent["results"][0]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from omniroute.core.clock import to_iso
 from omniroute.memory.model import Memory, user_id_problem
 
 # The ids mem0 scopes a memory by: `user_id` is an end user of the key, `run_id` a session;
@@ -16,7 +17,7 @@ from omniroute.memory.model import Memory, user_id_problem
 ENTITIES = ("user_id", "agent_id", "app_id", "run_id")
 IN_METADATA = ("agent_id", "app_id")
 ANY = "*"  # mem0's wildcard: any value, the field left unfiltered
-DATE_OPERATORS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+DATE_OPERATORS = ("gte", "gt", "lte", "lt")
 HISTORY_EVENTS = {"create": "ADD", "update": "UPDATE", "delete": "DELETE"}
 
 
@@ -103,26 +104,31 @@ def _entity(name: str, value: Any, path: str) -> str:
 
 
 def _read_window(value: Any, path: str, found: dict[str, Any]) -> None:
+    """`created_at`'s bounds as the store's: created_after inclusive, created_before
+    exclusive (a date alone is its whole day: `lte` a date takes that day in)."""
     if not isinstance(value, Mapping) or not value:
         raise BadInput(path, "must be an object of gte, gt, lte or lt")
-    for operator, moment in value.items():
+    for operator, given in value.items():
         if operator not in DATE_OPERATORS:
             raise BadInput(f"{path}.{operator}", "must be one of gte, gt, lte, lt")
-        if not isinstance(moment, str) or not _is_date(moment):
-            raise BadInput(f"{path}.{operator}", "must be a date (YYYY-MM-DD) or ISO time")
-        stamp = moment if "T" in moment else f"{moment}T00:00:00.000Z"
-        if operator in ("gte", "gt"):
-            found["created_after"] = stamp
-        else:
-            found["created_before"] = stamp
+        moment, step = _moment(given, f"{path}.{operator}")
+        if operator in ("gt", "lte"):  # past the moment (or the day) named
+            moment += step
+        found["created_after" if operator in ("gte", "gt") else "created_before"] = to_iso(moment)
 
 
-def _is_date(text: str) -> bool:
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+def _moment(given: Any, path: str) -> tuple[datetime, timedelta]:
+    """A date (YYYY-MM-DD: its start, and a day) or an ISO time (and a millisecond, the
+    store's precision), in UTC."""
+    if isinstance(given, str):
+        try:
+            if len(given) == 10:
+                return datetime.combine(date.fromisoformat(given), time(), UTC), timedelta(days=1)
+            moment = datetime.fromisoformat(given.replace("Z", "+00:00"))
+            return moment.replace(tzinfo=moment.tzinfo or UTC), timedelta(milliseconds=1)
+        except ValueError:
+            pass
+    raise BadInput(path, "must be a date (YYYY-MM-DD) or an ISO time")
 
 
 def memory_json(memory: Memory, score: float | None = None) -> dict[str, Any]:

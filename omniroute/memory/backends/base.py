@@ -146,10 +146,14 @@ def visible_to(query: SearchQuery, memories: list[Memory], backend_id: str) -> l
 
 
 def in_filter(filters: MemoryFilter, memory: Memory) -> bool:
-    """Whether a listed memory is of the filter's end user and scope: checked here too, so
-    that a service that ignores `userId` never has another user's memories cleared."""
-    return (filters.user_id is None or memory.user_id == filters.user_id) and (
-        filters.scope is None or scope_of(memory.api_key_id, memory.user_id) == filters.scope
+    """Whether a listed memory is of the filter's end user, scope and creation window:
+    checked here too, as a remote list takes none of them (a service that ignores `userId`
+    must never have another user's memories cleared)."""
+    return (
+        (filters.user_id is None or memory.user_id == filters.user_id)
+        and (filters.scope is None or scope_of(memory.api_key_id, memory.user_id) == filters.scope)
+        and (filters.created_after is None or memory.created_at >= filters.created_after)
+        and (filters.created_before is None or memory.created_at < filters.created_before)
     )
 
 
@@ -284,7 +288,6 @@ class Derived:
             doomed += [
                 m for m in owned_by(filters.api_key_id, page.data, self.id)
                 if in_filter(filters, m)
-                and (not filters.created_before or m.created_at < filters.created_before)
             ]  # fmt: skip
             offset += CLEAR_PAGE
             if not page.data or offset >= page.total:

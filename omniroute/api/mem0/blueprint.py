@@ -33,6 +33,7 @@ from omniroute.api.mem0.shapes import (
     history_json,
     memory_json,
 )
+from omniroute.core.clock import utc_now
 from omniroute.core.errors import field_details, keep_error_headers
 from omniroute.core.keys import READ_MEMORY, WRITE_MEMORY
 from omniroute.memory.backends.base import BackendError
@@ -121,7 +122,7 @@ def _mine(serving: ServingMemories, memory_id: str) -> Memory:
 def _expiry(day: date | None) -> str | None:
     if day is None:
         return None
-    if day < date.today():
+    if day < utc_now().date():
         raise BadInput("expiration_date", "must not be in the past")
     return f"{day.isoformat()}T23:59:59.999Z"
 

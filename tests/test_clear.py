@@ -44,6 +44,19 @@ def test_clearing_needs_a_key_and_never_means_every_key(client, seeded):
     assert keys_of(seeded, "alice") == keys_of(seeded, "bob") == ["decision", "fact", "s"]
 
 
+def test_the_global_memories_are_cleared_by_scope_never_by_an_empty_key(client, seeded, svc):
+    svc.memories.create(api_key_id="", key="policy", content="Answer in English")
+    svc.memories.create(api_key_id="alice", key="pet", content="Ana's cat", user_id="ana")
+    for query in ({"scope": "global", "apiKeyId": "alice"}, {"scope": "key"}, {"apiKeyId": ""}):
+        refused = clear(client, **query)
+        assert refused.status_code == 422, query
+        assert refused.json["error"]["details"][0]["field"] == "apiKeyId"
+    assert clear(client, scope="global").json["deletedCount"] == 1
+    assert svc.memories.find(MemoryFilter(api_key_id="")) == []
+    assert clear(client, apiKeyId="alice", scope="user").json["deletedCount"] == 1
+    assert keys_of(seeded, "alice") == ["decision", "fact", "s"], "the key's shared ones stay"
+
+
 @pytest.mark.parametrize(
     ("filters", "gone"),
     [

@@ -7,7 +7,7 @@ import marshmallow as ma
 from marshmallow.validate import Length, OneOf, Range
 
 from omniroute.core.fields import StrictBoolean, Timestamp
-from omniroute.memory.model import MEMORY_TYPES
+from omniroute.memory.model import MEMORY_TYPES, SCOPES
 from omniroute.memory.schemas import user_id_field
 
 MAX_BUDGET = 1_000_000
@@ -15,9 +15,18 @@ MAX_BUDGET = 1_000_000
 
 class ClearQuery(ma.Schema):
     apiKeyId = ma.fields.String(
-        required=True,
         validate=Length(min=1),
-        metadata={"description": "The key whose memories go (required: never every key)."},
+        metadata={
+            "description": "The key whose memories go: required, never every key, unless "
+            "`scope` is `global` (then absent)."
+        },
+    )
+    scope = ma.fields.String(
+        validate=OneOf(SCOPES),
+        metadata={
+            "description": "`global`: the global memories (no key); `key`: the key's shared "
+            "ones; `user`: its end users' (docs/scopes.md)."
+        },
     )
     type = ma.fields.String(validate=OneOf(MEMORY_TYPES))
     sessionId = ma.fields.String()

@@ -77,15 +77,22 @@ class MemoryCollection(MethodView):
     @blp.arguments(ClearQuery, location="query")
     @blp.response(200, ClearedSchema)
     def delete(self, args):
-        """Delete many memories of one key
+        """Delete many memories of one key, or the global ones
 
-        Every memory of `apiKeyId` that matches the other filters, expired ones too, in
-        short batches; each leaves a history row (reason `cleared`) and takes its vector
-        and keyword row with it. `dryRun` counts them and deletes nothing. With a remote
-        primary, its matches are deleted one by one there.
+        Every memory of `apiKeyId` (or, with `scope=global`, of no key) that matches the
+        other filters, expired ones too, in short batches; each leaves a history row
+        (reason `cleared`) and takes its vector and keyword row with it. `dryRun` counts
+        them and deletes nothing. With a remote primary, its matches are deleted one by one
+        there.
         """
+        owner = args.get("apiKeyId")
+        if args.get("scope") == "global" and owner is not None:
+            abort_invalid("apiKeyId", "Global memories belong to no key: drop apiKeyId.")
+        if args.get("scope") != "global" and owner is None:
+            abort_invalid("apiKeyId", "Required (never every key), unless scope is global.")
         filters = MemoryFilter(
-            api_key_id=args["apiKeyId"],
+            api_key_id=owner or "",
+            scope=args.get("scope"),
             type=args.get("type"),
             session_id=args.get("sessionId"),
             user_id=args.get("userId") or None,

@@ -179,7 +179,7 @@ class AddMemories(MethodView):
 
 @blp.route("/v3/memories/")
 class ListMemories(MethodView):
-    @arguments(schemas.Mem0ListSchema)
+    @arguments(schemas.Mem0ListSchema, required=False)
     @arguments(schemas.Mem0PageQuery, location="query")
     @blp.response(200, schemas.Mem0PageSchema)
     def post(self, body, page):

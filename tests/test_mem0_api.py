@@ -142,6 +142,36 @@ def test_the_async_client_takes_the_same_routes(keys, gateway):
     assert run_async(work) == ({"I prefer Zig over C"}, 1)
 
 
+def test_users_are_listed_and_one_is_forgotten_whole(keys, mem0):
+    svc, secret = keys
+    alice, bob = mem0(secret["alice-app"]), mem0(secret["bob-app"])
+    (cat,) = alice.add("My cat is called Tom", user_id="ana", infer=False)["results"]
+    alice.add("My dog is called Rex", user_id="ana", infer=False)
+    (ben,) = alice.add("I like chess", user_id="ben", infer=False)["results"]
+    alice.add("The team ships on Fridays", agent_id="planner", infer=False)
+    users = alice.users()["results"]
+    assert [(u["name"], u["type"], u["total_memories"]) for u in users] == [
+        ("ana", "user", 2),
+        ("ben", "user", 1),
+    ]
+    assert bob.users()["results"] == [], "another key's users are not listed"
+    alice.delete_users(user_id="ana")
+    assert alice.get_all(filters={"user_id": "ana"})["count"] == 0
+    assert svc.memories.history(cat["id"]) == [], "erased with its history, as a person asks"
+    assert [u["name"] for u in alice.users()["results"]] == ["ben"]
+    assert alice.history(ben["id"])[0]["event"] == "ADD", "Ben's are kept"
+    with httpx.Client(
+        base_url=alice.host, headers={"Authorization": f"Token {secret['alice-app']}"}
+    ) as http:
+        wrong = http.delete("/v2/entities/robot/x/")
+        assert wrong.status_code == 400 and wrong.json()["details"][0]["field"] == "entity_type"
+    assert alice.get_all()["count"] == 2, "a kind of entity it does not know deletes nothing"
+    alice.delete_users(agent_id="planner")
+    assert alice.get_all(filters={"agent_id": "planner"})["count"] == 0
+    alice.reset()
+    assert alice.get_all()["count"] == 0
+
+
 def test_another_key_never_sees_them_whatever_user_it_names(keys, mem0):
     _, secret = keys
     alice, bob = mem0(secret["alice-app"]), mem0(secret["bob-app"])

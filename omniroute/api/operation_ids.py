@@ -70,6 +70,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("delete", "/v1/memories/{memory_id}/"): "deleteMem0Memory",
     ("get", "/v1/memories/{memory_id}/history/"): "getMem0MemoryHistory",
     ("delete", "/v1/memories/"): "deleteMem0Memories",
+    ("get", "/v1/entities/"): "listMem0Entities",
+    ("delete", "/v2/entities/{entity_type}/{entity_id}/"): "deleteMem0Entity",
 }
 METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})
 

@@ -67,7 +67,7 @@ WITH_BODY = {"post", "put", "patch"}
 
 
 # mem0's platform routes (docs/mem0.md) answer errors in mem0's shape, Mem0Error.
-MEM0_PREFIXES = ("/v1/ping/", "/v1/memories/", "/v3/")
+MEM0_PREFIXES = ("/v1/ping/", "/v1/memories/", "/v1/entities/", "/v2/entities/", "/v3/")
 MEM0_ERRORS = {
     400: ("MEM0_BAD_REQUEST", "mem0's 400: the body or a filter is wrong; `details` name it."),
     401: ("MEM0_UNAUTHORIZED", "No valid gateway key as `Authorization: Token <key>`."),

@@ -142,3 +142,23 @@ def count_live(store: MemoryStore, filters: MemoryFilter | None = None) -> int:
     with store.db.read() as conn:
         query = select(func.count()).where(*store.live_conditions(filters or MemoryFilter()))
         return conn.execute(query).scalar_one()
+
+
+def end_users(store: MemoryStore, api_key_id: str) -> list[dict[str, Any]]:
+    """The end users of a key who have live memories: each with how many, and the times of
+    the first written and the last changed, most memories first."""
+    owned = store.live_conditions(MemoryFilter(api_key_id=api_key_id, scope="user"))
+    count = func.count().label("memories")
+    query = (
+        select(
+            memories.c.user_id,
+            count,
+            func.min(memories.c.created_at).label("first"),
+            func.max(memories.c.updated_at).label("last"),
+        )
+        .where(*owned)
+        .group_by(memories.c.user_id)
+        .order_by(count.desc(), memories.c.user_id)
+    )
+    with store.db.read() as conn:
+        return [dict(row) for row in conn.execute(query).mappings()]

@@ -38,6 +38,8 @@ from omniroute.core.errors import field_details, keep_error_headers
 from omniroute.core.keys import READ_MEMORY, WRITE_MEMORY
 from omniroute.memory.backends.base import BackendError
 from omniroute.memory.backends.serving import ServingMemories
+from omniroute.memory.life.erase import erase_owner
+from omniroute.memory.listing import end_users
 from omniroute.memory.model import Memory, MemoryFilter
 from omniroute.memory.store import MemoryNotFound
 from omniroute.services import services
@@ -50,6 +52,11 @@ ORGANISATION = "omniroute"  # what ping answers as mem0's org_id
 SCANNED = 10_000  # memories read at most to filter by agent_id or app_id (kept in metadata)
 SCAN_PAGE = 500
 MEMORY_ID = [{"in": "path", "name": "memory_id", "schema": {"type": "string", "minLength": 1}}]
+ENTITY_TYPES = ("user", "agent", "app", "run")
+ENTITY = [
+    {"in": "path", "name": "entity_type", "schema": {"type": "string", "enum": ENTITY_TYPES}},
+    {"in": "path", "name": "entity_id", "schema": {"type": "string", "minLength": 1}},
+]  # fmt: skip
 
 
 class Mem0Error(HTTPException):
@@ -327,12 +334,53 @@ class DeleteMemories(MethodView):
         """
         owner = _allowed(WRITE_MEMORY)
         with _served() as serving:
-            entities = entities_of(query)
-            if not entities.named:
-                raise BadInput("user_id", "one of user_id, agent_id, app_id or run_id is required")
-            if entities.agent_id is None and entities.app_id is None:
-                serving.clear(_filter_of(owner, entities), dry_run=False)
-            else:
-                for memory in _page(serving, owner, entities, SCANNED, 0)[1]:
-                    serving.delete(memory.id)
+            _delete_all(serving, owner, entities_of(query))
         return {"message": "Memories deleted successfully!"}
+
+
+def _delete_all(serving: ServingMemories, owner: str, entities: Entities) -> None:
+    """Delete the memories of the entities named: never the whole key."""
+    if not entities.named:
+        raise BadInput("user_id", "one of user_id, agent_id, app_id or run_id is required")
+    if entities.agent_id is None and entities.app_id is None:
+        serving.clear(_filter_of(owner, entities), dry_run=False)
+    else:
+        for memory in _page(serving, owner, entities, SCANNED, 0)[1]:
+            serving.delete(memory.id)
+
+
+@blp.route("/v1/entities/")
+class EntityList(MethodView):
+    @blp.response(200, schemas.Mem0EntitiesSchema)
+    def get(self):
+        """List the key's end users who have memories (mem0's `users`)"""
+        owner = _allowed(READ_MEMORY)
+        return {
+            "results": [
+                {"id": user["user_id"], "name": user["user_id"], "type": "user",
+                 "total_memories": user["memories"], "owner": owner,
+                 "created_at": user["first"], "updated_at": user["last"]}
+                for user in end_users(services().memories, owner)
+            ]
+        }  # fmt: skip
+
+
+@blp.route("/v2/entities/<entity_type>/<entity_id>/", parameters=ENTITY)
+class EntityItem(MethodView):
+    @blp.response(200, schemas.Mem0MessageSchema)
+    def delete(self, entity_type, entity_id):
+        """Forget an end user, or delete a run's, agent's or app's memories
+
+        A user (mem0's `delete_users`) is erased as `POST /api/memory/erase` erases one:
+        memories, vectors, keyword rows, Qdrant points, history and waiting chat texts.
+        """
+        owner = _allowed(WRITE_MEMORY)
+        with _served() as serving:
+            if entity_type not in ENTITY_TYPES:
+                raise BadInput("entity_type", f"must be one of {', '.join(ENTITY_TYPES)}")
+            entities = entities_of({f"{entity_type}_id": entity_id})
+            if entity_type == "user":
+                erase_owner(services().memories, owner, entities.user_id)
+            else:
+                _delete_all(serving, owner, entities)
+        return {"message": "Entity deleted successfully."}

@@ -170,6 +170,20 @@ class Mem0HistoryEntrySchema(ma.Schema):
     updated_at = ma.fields.String()
 
 
+class Mem0EntitySchema(ma.Schema):
+    id = ma.fields.String()
+    name = ma.fields.String()
+    type = ma.fields.String(metadata={"description": "`user`: an end user of the key"})
+    total_memories = ma.fields.Integer()
+    owner = ma.fields.String(metadata={"description": "the key's id"})
+    created_at = ma.fields.String()
+    updated_at = ma.fields.String()
+
+
+class Mem0EntitiesSchema(ma.Schema):
+    results = ma.fields.List(ma.fields.Nested(Mem0EntitySchema))
+
+
 class Mem0PingSchema(ma.Schema):
     status = ma.fields.String()
     message = ma.fields.String()

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from omniroute.core.db.tables import memories
 from omniroute.memory.conditions import matching
@@ -32,12 +32,15 @@ def delete_where(
     reason: str,
     batch: int = DELETE_BATCH,
     on_batch: Callable[[int, float], None] | None = None,
+    in_batch: Callable[[Connection, list[Memory]], None] | None = None,
 ) -> int:
     """Delete every memory that meets the SQL `conditions`; return how many.
 
     `conditions` may be a function of each batch's time (an expiry cutoff moves). They run
     in SQL, so they hold whatever the count and order. `on_batch` hears each batch's count
-    and how long its transaction held the write lock.
+    and how long its transaction held the write lock; `in_batch` is called inside each
+    batch's transaction with what it deleted (to read what the deletes wrote before any
+    other process can act on it).
     """
     deleted = 0
     while True:
@@ -50,6 +53,8 @@ def delete_where(
             ).mappings()
             doomed = [Memory.from_row(row) for row in rows]
             store.delete_rows(conn, doomed, now, reason)
+            if in_batch is not None:
+                in_batch(conn, doomed)
         held = time.perf_counter() - started
         if on_batch is not None:
             on_batch(len(doomed), held)

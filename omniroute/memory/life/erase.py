@@ -56,22 +56,29 @@ def erase_owner(store: MemoryStore, api_key_id: str, user_id: str | None = None)
             select(func.count()).where(*matching(owned), memories.c.needs_reindex == 0)
         ).scalar_one()
         ids = list(conn.execute(select(memories.c.id).where(*matching(owned))).scalars())
-    deleted = delete_where(store, matching(owned), reason="erased")
+    queued = [qdrant_outbox.c.api_key_id == api_key_id, qdrant_outbox.c.action == "delete"]
+    points = 0
+
+    def count_points(conn, doomed) -> None:
+        """The Qdrant deletes the batch queued, counted in its transaction: once committed,
+        the sync job may take them at once."""
+        nonlocal points
+        part = [memory.id for memory in doomed]
+        points += conn.execute(
+            select(func.count()).where(*queued, qdrant_outbox.c.memory_id.in_(part))
+        ).scalar_one()
+
+    deleted = delete_where(store, matching(owned), reason="erased", in_batch=count_points)
     with store.db.write() as conn:
-        queued = [qdrant_outbox.c.api_key_id == api_key_id, qdrant_outbox.c.action == "delete"]
         if user_id is None:
             gone = memory_history.c.api_key_id == api_key_id
             history = conn.execute(delete(memory_history).where(gone)).rowcount
-            points = conn.execute(select(func.count()).where(*queued)).scalar_one()
         else:  # an end user's: by their memories' ids
-            history = points = 0
+            history = 0
             for start in range(0, len(ids), PART):
                 part = ids[start : start + PART]
                 history += conn.execute(
                     delete(memory_history).where(memory_history.c.memory_id.in_(part))
                 ).rowcount
-                points += conn.execute(
-                    select(func.count()).where(*queued, qdrant_outbox.c.memory_id.in_(part))
-                ).scalar_one()
     store.db.scrub()
     return Erased(deleted, vectors, history, waiting, points)

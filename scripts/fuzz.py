@@ -3,7 +3,8 @@
 Serves the app on loopback (a fresh data dir, the test suite's fake OpenAI-compatible upstream
 as provider `fake`, which is also the default provider, and one gateway key), then runs
 schemathesis with every check (`-c all`) over /api with the admin token and over /v1 (and
-mem0's /v1 and /v3 routes, docs/mem0.md) with the key. schemathesis.toml beside the Makefile holds what the spec cannot say (read it).
+mem0's /v1 and /v3 routes, docs/mem0.md) with the key. schemathesis.toml beside the Makefile
+holds what the spec cannot say (read it).
 
 The guess brake is lifted for the run: schemathesis sends wrong tokens on purpose (its
 `ignored_auth` check), and the brake's 429 to an address that keeps guessing is a defence, not

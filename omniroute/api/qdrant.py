@@ -9,7 +9,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint, abort
 from marshmallow.validate import Length, OneOf, Range, Regexp
 
-from omniroute.core.config.qdrant_limits import HNSW_EF_CONSTRUCTS, VECTOR_SIZES
+from omniroute.core.config.qdrant import HNSW_EF_CONSTRUCTS, VECTOR_SIZES
 from omniroute.core.errors import abort_conflict, abort_invalid
 from omniroute.core.fields import ChangeSchema, StrictBoolean, header_value, no_control_characters
 from omniroute.core.net import (

@@ -12,11 +12,7 @@ from typing import Any
 
 from omniroute.core.config import values
 from omniroute.core.config.backends import BACKEND_SETTINGS
-from omniroute.core.config.qdrant_limits import (
-    DEFAULT_HNSW_EF_CONSTRUCT,
-    HNSW_EF_CONSTRUCTS,
-    VECTOR_SIZES,
-)
+from omniroute.core.config.qdrant import QDRANT_SETTINGS
 from omniroute.core.config.retrieval import RETRIEVAL_SETTINGS
 from omniroute.core.config.values import Setting
 
@@ -279,84 +275,6 @@ SETTINGS: tuple[Setting, ...] = (
         values.choice("auto", "thread", "off"),
     ),
     Setting(
-        "QDRANT_URL",
-        None,
-        "A Qdrant server's URL (`https://...:6333`), standing for `QDRANT_HOST` and "
-        "`QDRANT_PORT`. The Qdrant settings (`/api/settings/qdrant`) win over every `QDRANT_*`.",
-        values.optional,
-    ),
-    Setting(
-        "QDRANT_HOST",
-        None,
-        "A Qdrant server's host (`http://` is added without a scheme).",
-        values.optional,
-    ),
-    Setting(
-        "QDRANT_PORT",
-        None,
-        "The Qdrant server's port when the host has none.",
-        values.port,
-        default_doc="`6333`",
-    ),
-    Setting(
-        "QDRANT_API_KEY",
-        None,
-        "Sent as the `api-key` header to the Qdrant server.",
-        values.optional,
-    ),
-    Setting(
-        "QDRANT_COLLECTION",
-        None,
-        "Base name of the Qdrant collections; each embedding model gets its own, named after it.",
-        values.optional,
-        default_doc="`omniroute_memory`",
-    ),
-    Setting(
-        "QDRANT_EMBEDDING_MODEL",
-        None,
-        "A provider's embedding model (`provider/model`) "
-        "for the Qdrant vectors. Unset: the memory's own embedding source.",
-        values.optional,
-    ),
-    Setting(
-        "QDRANT_VECTOR_SIZE",
-        None,
-        "The size of Qdrant's vectors. Unset: the embedding model's own. Set: a provider's "
-        "model is asked for vectors of that size (OpenAI's `dimensions`: text-embedding-3 "
-        "shortens its vectors); a model that cannot shorten is refused, naming the setting.",
-        values.int_range(VECTOR_SIZES.start, VECTOR_SIZES.stop - 1),
-    ),
-    Setting(
-        "QDRANT_HNSW_EF_CONSTRUCT",
-        None,
-        "The HNSW index's `ef_construct` for Qdrant's collections: higher builds a better "
-        "graph, slower. A collection made with another value is changed to this one.",
-        values.int_range(HNSW_EF_CONSTRUCTS.start, HNSW_EF_CONSTRUCTS.stop - 1),
-        default_doc=f"`{DEFAULT_HNSW_EF_CONSTRUCT}`",
-    ),
-    Setting(
-        "QDRANT_PATH",
-        None,
-        "qdrant-client's local mode: a folder (or `:memory:`) instead of a server, for one "
-        "machine and for tests. One process at a time may open it, so Qdrant's jobs then run "
-        "in the web process and a separate worker refuses to start.",
-        values.optional,
-    ),
-    Setting(
-        "QDRANT_TIMEOUT_MS",
-        300,
-        "Longest a retrieval waits for Qdrant before it falls "
-        "back to the local vector index (writes wait up to 10 s).",
-        values.positive_int,
-    ),
-    Setting(
-        "QDRANT_RETRY_SECONDS",
-        30,
-        "After Qdrant fails a retrieval, how long retrievals "
-        "skip it (falling back at once) before trying it again.",
-        values.positive_int,
-    ),
-    Setting(
         "FORWARDED_ALLOW_IPS",
         None,
         "Addresses of reverse proxies whose `X-Forwarded-Proto`/`-For` headers are trusted "
@@ -388,7 +306,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-SETTINGS += RETRIEVAL_SETTINGS + BACKEND_SETTINGS
+SETTINGS += RETRIEVAL_SETTINGS + QDRANT_SETTINGS + BACKEND_SETTINGS
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 

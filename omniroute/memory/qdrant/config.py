@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from omniroute.core.config.qdrant_limits import (
+from omniroute.core.config.qdrant import (
     DEFAULT_HNSW_EF_CONSTRUCT,
     HNSW_EF_CONSTRUCTS,
     VECTOR_SIZES,

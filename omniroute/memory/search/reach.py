@@ -33,3 +33,8 @@ class Reach:
         if include_global and api_key_id:
             owners.append("")
         return cls(tuple(owners), session_id, created_after)
+
+    def binds(self, now: str) -> dict:
+        """The bind values of a statement over these partitions (search_conditions)."""
+        return {"owners": list(self.owners), "now": now, "session": self.session_id,
+                "after": self.created_after}  # fmt: skip

@@ -129,8 +129,9 @@ def _abort_naming(error: HTTPException, field: str, message: str) -> NoReturn:
     raise error
 
 
-def http_error_response(error: HTTPException):
-    """Render any HTTPException (including webargs' 422 and abort(...)) in our shape."""
+def error_parts(error: HTTPException) -> tuple[int, str, list[dict[str, str]]]:
+    """An HTTPException's status, message and field details, whichever shape renders them
+    (ours, or mem0's on its routes)."""
     status = error.code or 500
     data = getattr(error, "data", None) or {}
     details = []
@@ -144,6 +145,13 @@ def http_error_response(error: HTTPException):
         message = _summary(SUMMARY_OPENINGS.get(status, "Invalid request"), details)
     else:
         message = error.description or error.name
+    return status, message, details
+
+
+def http_error_response(error: HTTPException):
+    """Render any HTTPException (including webargs' 422 and abort(...)) in our shape."""
+    status, message, details = error_parts(error)
+    data = getattr(error, "data", None) or {}
     payload = error_payload(status, message, details)
     if "code" in data:  # OpenAI's error code, for /v1 clients
         payload["error"]["code"] = data["code"]

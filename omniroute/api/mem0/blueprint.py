@@ -34,7 +34,7 @@ from omniroute.api.mem0.shapes import (
     memory_json,
 )
 from omniroute.core.clock import utc_now
-from omniroute.core.errors import field_details, keep_error_headers
+from omniroute.core.errors import error_parts, keep_error_headers
 from omniroute.core.keys import READ_MEMORY, WRITE_MEMORY
 from omniroute.memory.backends.base import BackendError
 from omniroute.memory.backends.serving import ServingMemories
@@ -60,31 +60,23 @@ ENTITY = [
 
 
 class Mem0Error(HTTPException):
-    """An answer in mem0's words: `detail`, and the fields at fault."""
+    """An answer in mem0's words: `detail`, and the field at fault when there is one."""
 
-    def __init__(self, status: int, detail: str, details: list[dict[str, str]] | None = None):
+    def __init__(self, status: int, detail: str, field: str | None = None):
         super().__init__(detail)
         self.code = status
-        self.data = {"message": detail, "details": details or []}
+        self.data = {"message": detail}
+        if field is not None:
+            self.data["errors"] = {"json": {field: [detail.removeprefix(f"{field}: ")]}}
 
 
 @blp.errorhandler(HTTPException)
 def _answer_as_mem0(error: HTTPException):
-    """Any refusal on these routes in mem0's shape: a schema's 422 is mem0's 400."""
-    status = 400 if error.code == 422 else error.code or 500
-    data = getattr(error, "data", None) or {}
-    details = data.get("details")
-    if details is None:
-        details = field_details(data.get("errors") or data.get("messages") or {})
-    detail = (
-        data.get("message")
-        or "; ".join(f"{d['field']}: {d['message']}" for d in details)
-        or error.description
-        or HTTPStatus(status).phrase
-    )
-    response = jsonify(
-        {"detail": detail, "error": f"{status} {HTTPStatus(status).phrase}", "details": details}
-    )
+    """Any refusal on these routes in mem0's shape: a 422 (the JSON edge's) is mem0's 400."""
+    status, detail, details = error_parts(error)
+    status = 400 if status == 422 else status
+    phrase = HTTPStatus(status).phrase
+    response = jsonify({"detail": detail, "error": f"{status} {phrase}", "details": details})
     response.status_code = status
     keep_error_headers(error, response)
     return response
@@ -112,8 +104,7 @@ def _served() -> Iterator[ServingMemories]:
     try:
         yield serving
     except BadInput as exc:
-        detail = [{"field": exc.field, "message": str(exc)}]
-        raise Mem0Error(400, f"{exc.field}: {exc}", detail) from None
+        raise Mem0Error(400, f"{exc.field}: {exc}", exc.field) from None
     except BackendError as exc:
         raise Mem0Error(502, f"Memory backend {serving.serving_id()} failed: {exc}") from None
 

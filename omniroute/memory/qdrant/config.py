@@ -27,6 +27,7 @@ from omniroute.core.sealed import SecretBox
 QUANTIZATIONS = ("none", "int8", "binary")
 DEFAULT_COLLECTION = "omniroute_memory"
 DEFAULT_PORT = 6333
+PORTS = range(1, 65_536)
 # Collection names: what Qdrant accepts in a URL path segment without surprises.
 COLLECTION_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
@@ -111,7 +112,7 @@ class QdrantSettings:
         if env.get("QDRANT_URL") and not env.get("QDRANT_HOST"):
             env_host = env["QDRANT_URL"]
         host = _text(stored.get(HOST)) or env_host
-        port = _port(stored.get(PORT)) or env_port
+        port = _within(stored.get(PORT), PORTS) or env_port
         sealed = stored.get(API_KEY)
         api_key = self._box.open(sealed) if _text(sealed) else None
         if not api_key and (host, port) == (env_host, env_port):
@@ -182,13 +183,8 @@ def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def _port(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
-        return value
-    return None
-
-
 def _within(value: Any, allowed: range) -> int | None:
+    """A stored whole number in `allowed`, or None (anything else reads as not set)."""
     if isinstance(value, int) and not isinstance(value, bool) and value in allowed:
         return value
     return None

@@ -21,7 +21,7 @@ from mem0.exceptions import AuthenticationError, MemoryNotFoundError  # noqa: E4
 from omniroute.core.keys import READ_MEMORY  # noqa: E402
 from omniroute.memory.model import MemoryFilter  # noqa: E402
 from tests.gateway_server import call, web_process  # noqa: E402
-from tests.helpers import ADMIN_TOKEN, drained, run_async  # noqa: E402
+from tests.helpers import ADMIN_TOKEN, drained, eventually, run_async  # noqa: E402
 
 pytestmark = pytest.mark.both_stores
 
@@ -261,11 +261,15 @@ def test_guessing_keys_is_slowed_with_429(keys, gateway):
 
 
 @pytest.mark.sqlite_only
-def test_the_mem0_client_against_the_web_process(tmp_path):
-    """`python -m omniroute.serve` as a platform runs it, and every method again."""
-    settings = {"DATA_DIR": str(tmp_path / "data"), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN}
+def test_the_mem0_client_against_the_web_process(tmp_path, static_path):
+    """`python -m omniroute.serve` as a platform runs it, with a real embedding model (the
+    static one, distilled from the packaged MiniLM): every method again, and a search that
+    finds by meaning alone."""
+    settings = {"DATA_DIR": str(tmp_path / "data"), "OMNIROUTE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "MEMORY_STATIC_MODEL": str(static_path)}  # fmt: skip
+    memory = {"enabled": True, "staticEnabled": True, "embeddingSource": "static"}
     with web_process(tmp_path / "web.log", **settings) as (url, _):
-        assert call(f"{url}/api/settings/memory", "PUT", {"enabled": True}, ADMIN_TOKEN)[0] == 200
+        assert call(f"{url}/api/settings/memory", "PUT", memory, ADMIN_TOKEN)[0] == 200
         secrets = []
         for name in ("alice-app", "bob-app"):
             status, _, created = call(f"{url}/api/keys", "POST", {"name": name}, ADMIN_TOKEN)
@@ -282,6 +286,18 @@ def test_the_mem0_client_against_the_web_process(tmp_path):
             assert bob.get_all(filters={"user_id": "ana"})["count"] == 0
             listed = call(f"{url}/api/memory?userId=ana", token=ADMIN_TOKEN)[2]
             assert [m["content"] for m in listed["data"]] == ["I prefer Helix over Vim"]
+            alice.add("My golden retriever is called Max", user_id="zoe", infer=False)
+            alice.add("I am allergic to shellfish", user_id="zoe", infer=False)
+
+            def max_first():  # no word in common: found once the memories have vectors
+                found = alice.search("What dog do I have?", filters={"user_id": "zoe"})
+                results = found["results"]
+                return results if results and results[0]["memory"].startswith("My golden") else None
+
+            ranked = eventually(max_first, timeout=60)
+            assert ranked, "found by meaning with the static model's vectors"
+            assert 0 < ranked[0]["score"] <= 1
+            assert "I am allergic to shellfish" not in contents({"results": ranked})
 
 
 @pytest.mark.parametrize(
